@@ -1,0 +1,536 @@
+//! Command-line parsing (clap derive) and dispatch of `cxrlake` commands.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use arrow::array::{AsArray, RecordBatch};
+use arrow::datatypes::Int64Type;
+use clap::{Parser, Subcommand};
+use cxrlake_lake::{Lake, Settings};
+use tracing_subscriber::EnvFilter;
+
+use crate::error::{CliError, Result};
+use crate::output::{Format, write_batches, write_parquet};
+use crate::refdefs::RefdefsCommand;
+
+/// cxrlake: build, grade, query and export chest X-ray VQA datasets as a Delta lake.
+#[derive(Debug, Parser)]
+#[command(name = "cxrlake", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Lake root URL or folder [default: ./lake; env CXRLAKE_LAKE]
+    #[arg(long, global = true, value_name = "URL")]
+    pub lake: Option<String>,
+    /// Configuration file [default: ./cxrlake.toml if present; env CXRLAKE_CONFIG]
+    #[arg(long, global = true, value_name = "FILE", env = "CXRLAKE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Set a configuration key for this run, e.g. --set seed=7 (repeatable)
+    #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
+    pub overrides: Vec<String>,
+    /// More log output (-v info, -vv debug)
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// Only errors
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// The command to run
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Pipeline stages `cxrlake run` can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Stage {
+    /// region_boxes from images, cxas_masks and imagenome_boxes (sql/localize.sql)
+    Localize,
+}
+
+/// `cxrlake` commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create the lake and an empty table for every table cxrlake defines (idempotent)
+    Init,
+    /// List tables with version, row count and the stage of their last commit
+    Tables,
+    /// Run SQL over the lake; every table is registered by name
+    Sql {
+        /// The query, e.g. "SELECT rating, count(*) FROM qa GROUP BY rating ORDER BY rating"
+        query: String,
+        /// Output format
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// Write to this file instead of the terminal
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
+    /// Show the lake, its format version and the last commit of every table
+    Status,
+    /// Write a synthetic MIMIC-format corpus (reports, JPG CSVs, ImaGenome boxes, CXAS masks,
+    /// ground truth), deterministic for a seed
+    Synth {
+        /// Number of studies (MIMIC-CXR has 227,835)
+        #[arg(long, default_value_t = 1000)]
+        studies: usize,
+        /// Seed; the same seed gives byte-identical files
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Output folder
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Also write mimic-cxr-reports.zip
+        #[arg(long)]
+        zip: bool,
+        /// Fraction of images that get CXAS masks (0..=1)
+        #[arg(long, value_name = "F")]
+        cxas_fraction: Option<f64>,
+    },
+    /// Ingest MIMIC-CXR reports (tree or zip), MIMIC-CXR-JPG CSVs, Chest ImaGenome scene graphs
+    /// and CXAS COCO-RLE files; bad input goes to the quarantine table
+    Ingest {
+        /// Folders, files or zip archives (walked recursively)
+        #[arg(required = true, value_name = "PATH")]
+        inputs: Vec<PathBuf>,
+        /// Exit non-zero when anything was quarantined
+        #[arg(long)]
+        strict: bool,
+        /// Studies per chunk (bounds memory and commit size)
+        #[arg(long, default_value_t = 10_000)]
+        chunk_studies: usize,
+    },
+    /// Run a pipeline stage over the lake (stage name = SQL file in sql/)
+    Run {
+        /// The stage
+        #[arg(value_enum)]
+        stage: Stage,
+        /// localize: boxes smaller than this many square pixels are dropped
+        #[arg(long, default_value_t = 16.0)]
+        min_area: f64,
+        /// Reference definitions folder [default: the embedded definitions]
+        #[arg(long, value_name = "DIR")]
+        refdefs: Option<PathBuf>,
+    },
+    /// Reference definitions: check, diff, stats, dataset_info.json, load into the lake
+    Refdefs {
+        /// What to do
+        #[command(subcommand)]
+        command: RefdefsCommand,
+    },
+    /// The main job on embedded defaults: synthetic corpus → ingest → localize → summary (the
+    /// stages after localize are still open issues)
+    Demo(DemoOptions),
+}
+
+impl Cli {
+    fn settings(&self) -> Result<Settings> {
+        let mut settings = Settings::load(self.config.as_deref())?;
+        if let Some(lake) = &self.lake {
+            settings.cxrlake.lake = lake.clone();
+        }
+        for assignment in &self.overrides {
+            let (key, value) = assignment.split_once('=').ok_or_else(|| {
+                CliError::Usage(format!("--set expects KEY=VALUE, got '{assignment}'"))
+            })?;
+            settings.set(key.trim(), value.trim())?;
+        }
+        Ok(settings)
+    }
+
+    /// Runs the command, writing user-facing output to `out`.
+    pub async fn run(&self, out: &mut dyn Write) -> Result<()> {
+        let lake = Lake::open(self.settings()?)?;
+        match &self.command {
+            Command::Init => init(&lake, out).await,
+            Command::Tables => tables(&lake, out).await,
+            Command::Sql {
+                query,
+                format,
+                out: file,
+            } => {
+                lake.require_initialized().await?;
+                sql(&lake, query, *format, file.as_deref(), out).await
+            }
+            Command::Status => status(&lake, out).await,
+            Command::Refdefs { command } => command.run(&lake, out).await,
+            Command::Ingest {
+                inputs,
+                strict,
+                chunk_studies,
+            } => {
+                let options = cxrlake_ingest::IngestOptions::new(inputs.clone())
+                    .with_strict(*strict)
+                    .with_progress(!self.quiet)
+                    .with_chunk_studies(*chunk_studies);
+                let summary = cxrlake_ingest::ingest(&lake, &options).await?;
+                say(out, format_args!("{summary}"))?;
+                if summary.failed() {
+                    return Err(CliError::Usage(format!(
+                        "--strict: {} input(s) quarantined; see `cxrlake sql \"SELECT * FROM quarantine\"`",
+                        summary.quarantined()
+                    )));
+                }
+                Ok(())
+            }
+            Command::Run {
+                stage,
+                min_area,
+                refdefs,
+            } => {
+                lake.require_initialized().await?;
+                let defs = crate::refdefs::load_defs(refdefs.as_deref())?;
+                match stage {
+                    Stage::Localize => {
+                        let options = cxrlake_pipeline::localize::LocalizeOptions {
+                            min_area: *min_area,
+                        };
+                        let summary =
+                            cxrlake_pipeline::localize::run(&lake, &defs, &options).await?;
+                        say(out, format_args!("{summary}"))
+                    }
+                }
+            }
+            Command::Synth {
+                studies,
+                seed,
+                out: dir,
+                zip,
+                cxas_fraction,
+            } => {
+                let mut options =
+                    cxrlake_synth::SynthOptions::new(*studies, *seed, dir.clone()).with_zip(*zip);
+                if let Some(fraction) = cxas_fraction {
+                    if !(0.0..=1.0).contains(fraction) {
+                        return Err(CliError::Usage(format!(
+                            "--cxas-fraction must be within 0..=1, got {fraction}"
+                        )));
+                    }
+                    options = options.with_cxas_fraction(*fraction);
+                }
+                let summary = synth(options).await?;
+                say(out, format_args!("{summary}"))
+            }
+            Command::Demo(options) => demo(&lake, options, out).await,
+        }
+    }
+}
+
+/// Writes one line of user-facing output.
+pub(crate) fn say(out: &mut dyn Write, text: std::fmt::Arguments<'_>) -> Result<()> {
+    out.write_fmt(text)
+        .and_then(|()| out.write_all(b"\n"))
+        .map_err(|e| CliError::Output {
+            path: PathBuf::from("stdout"),
+            source: Box::new(e),
+        })
+}
+
+async fn init(lake: &Lake, out: &mut dyn Write) -> Result<()> {
+    let created = lake.init().await?;
+    say(
+        out,
+        format_args!(
+            "lake at {} (format version {})",
+            lake.root(),
+            cxrlake_schemas::FORMAT_VERSION
+        ),
+    )?;
+    if created.is_empty() {
+        say(out, format_args!("all tables already exist"))
+    } else {
+        say(
+            out,
+            format_args!("created {} tables: {}", created.len(), created.join(", ")),
+        )
+    }
+}
+
+async fn count_rows(lake: &Lake, table: &str) -> Result<i64> {
+    let ctx = lake.session().await?;
+    let batches = ctx
+        .sql(&format!("SELECT count(*) FROM \"{table}\""))
+        .await?
+        .collect()
+        .await?;
+    Ok(batches
+        .first()
+        .map_or(0, |b| b.column(0).as_primitive::<Int64Type>().value(0)))
+}
+
+async fn tables(lake: &Lake, out: &mut dyn Write) -> Result<()> {
+    lake.require_initialized().await?;
+    let mut rows = Vec::new();
+    for name in lake.table_names().await? {
+        let last = lake.history(&name, Some(1)).await?.into_iter().next();
+        let (version, stage, fingerprint) = match last {
+            Some(commit) => (
+                commit.version.to_string(),
+                commit
+                    .stage
+                    .as_ref()
+                    .map_or("-".to_string(), |s| s.stage.clone()),
+                commit
+                    .stage
+                    .map_or("-".to_string(), |s| s.fingerprint.to_string()),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        rows.push([
+            name.clone(),
+            version,
+            count_rows(lake, &name).await?.to_string(),
+            stage,
+            fingerprint,
+        ]);
+    }
+    let widths: Vec<usize> = (0..5)
+        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    let header = ["table", "version", "rows", "stage", "fingerprint"];
+    let widths: Vec<usize> = widths
+        .iter()
+        .zip(header)
+        .map(|(w, h)| (*w).max(h.len()))
+        .collect();
+    for row in std::iter::once(header.map(String::from)).chain(rows) {
+        let line = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:<w$}"))
+            .collect::<Vec<_>>()
+            .join("  ");
+        say(out, format_args!("{}", line.trim_end()))?;
+    }
+    Ok(())
+}
+
+async fn sql(
+    lake: &Lake,
+    query: &str,
+    format: Format,
+    file: Option<&std::path::Path>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    let ctx = lake.session().await?;
+    let df = ctx.sql(query).await?;
+    let schema = df.schema().inner().clone();
+    let batches: Vec<RecordBatch> = df.collect().await?;
+    match (format, file) {
+        (Format::Parquet, Some(path)) => write_parquet(schema, &batches, path),
+        (_, Some(path)) => {
+            let mut file = std::fs::File::create(path).map_err(|e| CliError::Output {
+                path: path.to_path_buf(),
+                source: Box::new(e),
+            })?;
+            write_batches(format, schema, &batches, &mut file, path)
+        }
+        (_, None) => write_batches(
+            format,
+            schema,
+            &batches,
+            out,
+            std::path::Path::new("stdout"),
+        ),
+    }
+}
+
+async fn status(lake: &Lake, out: &mut dyn Write) -> Result<()> {
+    let Some(marker) = lake.marker().await? else {
+        say(
+            out,
+            format_args!("no lake at {} — run `cxrlake init`", lake.root()),
+        )?;
+        return Ok(());
+    };
+    say(out, format_args!("lake:            {}", lake.root()))?;
+    say(
+        out,
+        format_args!("format version:  {}", marker.format_version),
+    )?;
+    say(
+        out,
+        format_args!(
+            "created:         {} by {}",
+            marker.created_at, marker.created_by
+        ),
+    )?;
+    let names = lake.table_names().await?;
+    let missing: Vec<_> = cxrlake_schemas::TABLES
+        .iter()
+        .filter(|t| !names.iter().any(|n| n == t.name))
+        .map(|t| t.name)
+        .collect();
+    say(out, format_args!("tables:          {}", names.len()))?;
+    if !missing.is_empty() {
+        say(
+            out,
+            format_args!(
+                "missing tables:  {} (run `cxrlake init`)",
+                missing.join(", ")
+            ),
+        )?;
+    }
+    for name in names {
+        if let Some(commit) = lake.history(&name, Some(1)).await?.into_iter().next() {
+            let stage = commit
+                .stage
+                .map_or("(not written by cxrlake)".to_string(), |s| s.stage);
+            say(
+                out,
+                format_args!("  {name:<18} v{:<4} last stage: {stage}", commit.version),
+            )?;
+        }
+    }
+    Ok(())
+}
+
+async fn synth(options: cxrlake_synth::SynthOptions) -> Result<cxrlake_synth::SynthSummary> {
+    tokio::task::spawn_blocking(move || cxrlake_synth::generate(&options))
+        .await
+        .map_err(|e| CliError::Usage(format!("synthetic corpus generator stopped: {e}")))?
+        .map_err(CliError::from)
+}
+
+/// The main job on the embedded defaults: synthetic corpus → ingest → localize → summary. The
+/// stages after localize are open issues, so the job stops there and says so.
+async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result<()> {
+    let started = std::time::Instant::now();
+    init(lake, out).await?;
+    let defs = crate::refdefs::load_defs(None)?;
+    crate::refdefs::load_into_lake(lake, &defs).await?;
+    say(
+        out,
+        format_args!("reference definitions {} loaded\n", defs.fingerprint()),
+    )?;
+
+    match existing_corpus(&options.corpus)? {
+        Some((studies, seed)) if studies == options.studies as u64 && seed == options.seed => {
+            say(
+                out,
+                format_args!(
+                    "reusing the synthetic corpus in {} ({studies} studies, seed {seed})\n",
+                    options.corpus.display()
+                ),
+            )?;
+        }
+        Some((studies, seed)) => {
+            return Err(CliError::Usage(format!(
+                "{} holds another corpus ({studies} studies, seed {seed}); remove it or pass --corpus DIR",
+                options.corpus.display()
+            )));
+        }
+        None => {
+            let synth_options = cxrlake_synth::SynthOptions::new(
+                options.studies,
+                options.seed,
+                options.corpus.clone(),
+            );
+            say(out, format_args!("{}\n", synth(synth_options).await?))?;
+        }
+    }
+
+    let options_ingest = cxrlake_ingest::IngestOptions::new(vec![options.corpus.clone()]);
+    say(
+        out,
+        format_args!("{}\n", cxrlake_ingest::ingest(lake, &options_ingest).await?),
+    )?;
+    let localize = cxrlake_pipeline::localize::LocalizeOptions::default();
+    say(
+        out,
+        format_args!(
+            "{}\n",
+            cxrlake_pipeline::localize::run(lake, &defs, &localize).await?
+        ),
+    )?;
+
+    say(out, format_args!("lake tables:"))?;
+    tables(lake, out).await?;
+    say(
+        out,
+        format_args!("\nlocalization quality on frontal images (table 11 levels):"),
+    )?;
+    let query = "SELECT r.localization_quality, count(*) AS region_boxes, \
+                 round(100.0 * count(*) / sum(count(*)) OVER (), 1) AS percent \
+                 FROM region_boxes r JOIN images i USING (image_id) WHERE i.is_frontal \
+                 GROUP BY 1 ORDER BY 2 DESC";
+    sql(lake, query, Format::Table, None, out).await?;
+    say(out, format_args!("\nreference vocabulary by category:"))?;
+    let query = "SELECT category, count(*) AS findings, sum(array_length(synonyms)) AS synonyms \
+                 FROM ref_findings GROUP BY category ORDER BY category";
+    sql(lake, query, Format::Table, None, out).await?;
+    say(
+        out,
+        format_args!(
+            "\nnot yet built (open issues): extract, map, graph, qa, judge, grade.\ndone in {:.1} s",
+            started.elapsed().as_secs_f64()
+        ),
+    )
+}
+
+/// `(studies, seed)` of the corpus already in `dir`, if its manifest says so.
+fn existing_corpus(dir: &std::path::Path) -> Result<Option<(u64, u64)>> {
+    let manifest = dir.join("manifest.json");
+    let Ok(text) = std::fs::read_to_string(&manifest) else {
+        return Ok(None);
+    };
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| {
+        CliError::Usage(format!(
+            "{}: {e}; remove the folder or pass --corpus DIR",
+            manifest.display()
+        ))
+    })?;
+    Ok(value["studies"].as_u64().zip(value["seed"].as_u64()))
+}
+
+/// Options of the main job.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DemoOptions {
+    /// Studies in the synthetic corpus
+    #[arg(long, default_value_t = 500)]
+    pub studies: usize,
+    /// Seed of the synthetic corpus and all sampling
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Where the synthetic corpus is written
+    #[arg(long, value_name = "DIR", default_value = "corpus")]
+    pub corpus: PathBuf,
+}
+
+fn init_logging(cli: &Cli) {
+    let level = match (cli.quiet, cli.verbose) {
+        (true, _) => "error",
+        (false, 0) => "warn",
+        (false, 1) => "info",
+        _ => "debug",
+    };
+    // delta-kernel logs "not a table" probes at ERROR level; cxrlake reports those itself.
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(format!("{level},buoyant_kernel::snapshot=off")));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Entry point of the binary: parses arguments, runs, prints errors as one line.
+#[allow(clippy::print_stderr)]
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    match runtime.block_on(cli.run(&mut stdout)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {}", err.one_line());
+            ExitCode::from(err.exit_code())
+        }
+    }
+}

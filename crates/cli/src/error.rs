@@ -1,0 +1,62 @@
+//! The CLI's one error enum; each message is one line saying what was wrong and how to fix it.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+/// Errors reported by `cxrlake` commands.
+#[derive(Debug, Error)]
+pub enum CliError {
+    /// A lake operation failed.
+    #[error(transparent)]
+    Lake(#[from] cxrlake_lake::LakeError),
+    /// Reference definitions could not be loaded.
+    #[error("reference definitions: {0}")]
+    Refdefs(#[from] cxrlake_refdefs::Error),
+    /// The synthetic corpus could not be written.
+    #[error("synth: {0}")]
+    Synth(#[from] cxrlake_synth::SynthError),
+    /// Ingest failed (bad input itself goes to quarantine and does not fail).
+    #[error(transparent)]
+    Ingest(#[from] cxrlake_ingest::IngestError),
+    /// A pipeline stage failed.
+    #[error(transparent)]
+    Pipeline(#[from] cxrlake_pipeline::PipelineError),
+    /// A query failed to plan or run.
+    #[error("query failed: {0}")]
+    Query(#[from] datafusion::error::DataFusionError),
+    /// Writing results failed.
+    #[error("cannot write {path}: {source}")]
+    Output {
+        /// The file (or `stdout`).
+        path: PathBuf,
+        /// Underlying error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The command line was valid but the request cannot be done as asked.
+    #[error("{0}")]
+    Usage(String),
+}
+
+/// Result alias of the CLI.
+pub type Result<T, E = CliError> = std::result::Result<T, E>;
+
+impl CliError {
+    /// Process exit code: 2 for usage errors (as clap uses), 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Usage(_) => 2,
+            _ => 1,
+        }
+    }
+
+    /// The message on one line (DataFusion nests context over several lines).
+    pub fn one_line(&self) -> String {
+        self.to_string()
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}

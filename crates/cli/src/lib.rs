@@ -1,0 +1,7 @@
+//! The cxrlake command-line interface as a library: `cli` parses and dispatches, `output` renders
+//! query results, `error` is the one error enum. The binary's `main.rs` only calls [`cli::main`].
+
+pub mod cli;
+pub mod error;
+pub mod output;
+pub mod refdefs;

@@ -1,0 +1,5 @@
+//! The `cxrlake` binary: parse the command line, run, report errors in one line.
+
+fn main() -> std::process::ExitCode {
+    cxrlake::cli::main()
+}

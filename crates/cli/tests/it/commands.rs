@@ -1,0 +1,298 @@
+//! Runs the built `cxrlake` binary as a user would.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn cxrlake(lake: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cxrlake"))
+        .arg("--lake")
+        .arg(lake)
+        .args(args)
+        .env_remove("CXRLAKE_LAKE")
+        .env_remove("CXRLAKE_CONFIG")
+        .output()
+        .expect("run cxrlake")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn init_then_sql_tables_and_status() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = dir.path().join("lake");
+
+    let before = cxrlake(&lake, &["sql", "SELECT 1"]);
+    assert_eq!(before.status.code(), Some(1));
+    assert!(
+        stderr(&before).contains("run `cxrlake init`"),
+        "{}",
+        stderr(&before)
+    );
+
+    let init = cxrlake(&lake, &["init"]);
+    assert!(init.status.success(), "{}", stderr(&init));
+    assert!(
+        stdout(&init).contains("created 20 tables"),
+        "{}",
+        stdout(&init)
+    );
+
+    let query = cxrlake(
+        &lake,
+        &[
+            "sql",
+            "SELECT count(*) AS n FROM qa JOIN images USING (study_id)",
+        ],
+    );
+    assert!(query.status.success(), "{}", stderr(&query));
+    assert!(stdout(&query).contains("| 0 |"), "{}", stdout(&query));
+
+    let tables = cxrlake(&lake, &["tables"]);
+    assert!(
+        stdout(&tables)
+            .lines()
+            .any(|l| l.starts_with("scene_graphs") && l.contains("init"))
+    );
+
+    let status = cxrlake(&lake, &["status"]);
+    assert!(
+        stdout(&status).contains("format version:  1"),
+        "{}",
+        stdout(&status)
+    );
+}
+
+#[test]
+fn output_formats_and_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = dir.path().join("lake");
+    assert!(cxrlake(&lake, &["init"]).status.success());
+    let query = "SELECT 1 AS a, 'x,y' AS b";
+
+    let csv = cxrlake(&lake, &["sql", query, "--format", "csv"]);
+    assert_eq!(stdout(&csv), "a,b\n1,\"x,y\"\n");
+    let json = cxrlake(&lake, &["sql", query, "--format", "json"]);
+    assert_eq!(stdout(&json).trim(), r#"[{"a":1,"b":"x,y"}]"#);
+
+    let file = dir.path().join("out.parquet");
+    let parquet = cxrlake(
+        &lake,
+        &[
+            "sql",
+            query,
+            "--format",
+            "parquet",
+            "--out",
+            file.to_str().expect("utf8"),
+        ],
+    );
+    assert!(parquet.status.success(), "{}", stderr(&parquet));
+    assert_eq!(&std::fs::read(&file).expect("parquet file")[..4], b"PAR1");
+
+    let no_file = cxrlake(&lake, &["sql", query, "--format", "parquet"]);
+    assert_eq!(no_file.status.code(), Some(2));
+    assert!(
+        stderr(&no_file).contains("add --out"),
+        "{}",
+        stderr(&no_file)
+    );
+}
+
+#[test]
+fn user_errors_are_one_line_with_nonzero_exit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = dir.path().join("lake");
+    assert!(cxrlake(&lake, &["init"]).status.success());
+
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["sql", "SELECT * FROM qa WHERE rating >= 'E'"],
+            "'E' is not a rating; valid ratings are 'A++'",
+        ),
+        (&["sql", "SELECT * FROM no_such_table"], "no_such_table"),
+        (&["--set", "colour=red", "tables"], "valid keys"),
+        (&["--set", "seed", "tables"], "--set expects KEY=VALUE"),
+        (
+            &["--set", "lake=ftp://host/x", "tables"],
+            "scheme 'ftp' is not supported",
+        ),
+    ];
+    for (args, expected) in cases {
+        let output = cxrlake(&lake, args);
+        let err = stderr(&output);
+        assert_ne!(output.status.code(), Some(0), "{args:?}");
+        assert!(err.contains(expected), "{args:?}: {err}");
+        assert_eq!(
+            err.trim_end()
+                .lines()
+                .filter(|l| l.starts_with("error:"))
+                .count(),
+            1,
+            "{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    let bad_flag = cxrlake(&lake, &["--no-such-flag"]);
+    assert_eq!(bad_flag.status.code(), Some(2));
+}
+
+#[test]
+fn config_file_and_environment_choose_the_lake() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = dir.path().join("from-config");
+    let config = dir.path().join("cxrlake.toml");
+    std::fs::write(
+        &config,
+        format!("[cxrlake]\nlake = \"{}\"\n", lake.display()),
+    )
+    .expect("config");
+    let run = |envs: &[(&str, &str)], args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_cxrlake"))
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("CXRLAKE_LAKE")
+            .envs(envs.iter().copied())
+            .output()
+            .expect("run")
+    };
+    assert!(
+        run(&[], &["--config", config.to_str().expect("utf8"), "init"])
+            .status
+            .success()
+    );
+    assert!(lake.join("_cxrlake/lake.json").is_file());
+
+    let env_lake = dir.path().join("from-env");
+    let out = run(
+        &[("CXRLAKE_LAKE", env_lake.to_str().expect("utf8"))],
+        &["init"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(env_lake.join("_cxrlake/lake.json").is_file());
+}
+
+#[test]
+fn refdefs_check_diff_and_load() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = dir.path().join("lake");
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../refdefs");
+
+    let check = cxrlake(
+        &lake,
+        &["refdefs", "check", shipped.to_str().expect("utf8")],
+    );
+    assert!(
+        check.status.success(),
+        "{}{}",
+        stdout(&check),
+        stderr(&check)
+    );
+
+    let edited = dir.path().join("edited");
+    std::fs::create_dir_all(edited.join("sources")).expect("mkdir");
+    for entry in [
+        "regions.toml",
+        "findings.toml",
+        "modifiers.toml",
+        "changes.toml",
+        "sources/cxas_classes.toml",
+        "sources/imagenome_boxes.toml",
+    ] {
+        std::fs::copy(shipped.join(entry), edited.join(entry)).expect("copy");
+    }
+    let findings = std::fs::read_to_string(edited.join("findings.toml")).expect("read");
+    let broken = findings.replacen("synonyms = [", "synonyms = [\"airspace disease\", ", 1);
+    std::fs::write(edited.join("findings.toml"), broken).expect("write");
+    let bad = cxrlake(&lake, &["refdefs", "check", edited.to_str().expect("utf8")]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stdout(&bad).contains("findings.toml:"), "{}", stdout(&bad));
+
+    let diff = cxrlake(
+        &lake,
+        &[
+            "refdefs",
+            "diff",
+            shipped.to_str().expect("utf8"),
+            edited.to_str().expect("utf8"),
+        ],
+    );
+    assert!(
+        !diff.status.success(),
+        "an invalid folder cannot be diffed: {}",
+        stdout(&diff)
+    );
+
+    assert!(cxrlake(&lake, &["init"]).status.success());
+    let load = cxrlake(&lake, &["refdefs", "load"]);
+    assert!(
+        stdout(&load).starts_with("loaded reference definitions"),
+        "{}",
+        stderr(&load)
+    );
+    let again = cxrlake(&lake, &["refdefs", "load"]);
+    assert!(
+        stdout(&again).contains("already loaded"),
+        "{}",
+        stdout(&again)
+    );
+    let rows = cxrlake(
+        &lake,
+        &[
+            "sql",
+            "SELECT count(*) > 300, count(DISTINCT entry_hash) = count(*) FROM ref_regions",
+            "--format",
+            "csv",
+        ],
+    );
+    assert!(stdout(&rows).ends_with("true,true\n"), "{}", stdout(&rows));
+}
+
+#[test]
+fn synth_is_deterministic_and_checks_its_flags() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = dir.path().join("lake");
+    let run = |out: &str, seed: &str| {
+        let out = dir.path().join(out);
+        let output = cxrlake(
+            &lake,
+            &[
+                "synth",
+                "--studies",
+                "40",
+                "--seed",
+                seed,
+                "--out",
+                out.to_str().expect("utf8"),
+            ],
+        );
+        assert!(output.status.success(), "{}", stderr(&output));
+        std::fs::read(out.join("mimic-cxr-2.0.0-metadata.csv.gz")).expect("metadata csv")
+    };
+    let first = run("a", "3");
+    assert_eq!(first, run("b", "3"), "same seed, same bytes");
+    assert_ne!(first, run("c", "4"), "another seed, another corpus");
+    let again = cxrlake(
+        &lake,
+        &[
+            "synth",
+            "--studies",
+            "40",
+            "--out",
+            dir.path().join("a").to_str().expect("utf8"),
+        ],
+    );
+    assert!(
+        stderr(&again).contains("is not empty"),
+        "{}",
+        stderr(&again)
+    );
+    let bad = cxrlake(&lake, &["synth", "--out", "x", "--cxas-fraction", "2"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("--cxas-fraction"), "{}", stderr(&bad));
+}

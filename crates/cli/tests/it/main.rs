@@ -1,0 +1,2 @@
+mod commands;
+mod interop;

@@ -1,0 +1,422 @@
+//! The lake: Delta tables under one root URL, their versions and history, and one
+//! `SessionContext` with every table registered.
+
+use std::collections::HashMap;
+
+use cxrlake_schemas::{FORMAT_VERSION, TABLES, TableDef};
+use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::prelude::{SessionConfig, SessionContext, col, lit};
+use deltalake::kernel::transaction::CommitProperties;
+use deltalake::logstore::ObjectStoreRef;
+use deltalake::protocol::SaveMode;
+use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError, Path};
+use futures::TryStreamExt;
+use object_store::{ObjectStoreExt, PutPayload};
+use serde::{Deserialize, Serialize};
+use url::Url;
+
+use crate::commit::{COMMIT_INFO_KEY, CommitRecord, StageCommit};
+use crate::config::Settings;
+use crate::error::{LakeError, Result};
+use crate::store::{parse_root, root_store};
+
+/// Folder of lake-level metadata, next to the tables.
+const META_DIR: &str = "_cxrlake";
+
+/// Contents of `_cxrlake/lake.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LakeMarker {
+    /// Lake format version.
+    pub format_version: u32,
+    /// cxrlake version that created the lake.
+    pub created_by: String,
+    /// Creation time (RFC 3339).
+    pub created_at: String,
+}
+
+/// A cxrlake lake.
+#[derive(Debug, Clone)]
+pub struct Lake {
+    root: Url,
+    store: ObjectStoreRef,
+    root_path: Path,
+    settings: Settings,
+}
+
+/// How a write replaces what is there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteMode {
+    /// Add rows.
+    Append,
+    /// Replace all rows.
+    Overwrite,
+    /// Replace the rows of these studies (`study_id IN (…)`), atomically.
+    ReplaceStudies(Vec<String>),
+}
+
+/// A pending write to one table: `lake.write("qa").replace_studies(ids).commit(c).execute(batches)`.
+#[derive(Debug)]
+pub struct TableWrite<'a> {
+    lake: &'a Lake,
+    table: String,
+    mode: WriteMode,
+    commit: StageCommit,
+}
+
+impl Lake {
+    /// Opens the lake at the configured root (`cxrlake.lake`) with the configured storage options.
+    pub fn open(settings: Settings) -> Result<Self> {
+        let root = parse_root(&settings.cxrlake.lake)?;
+        let (store, root_path) = root_store(&root, &settings.storage)?;
+        Ok(Self {
+            root,
+            store,
+            root_path,
+            settings,
+        })
+    }
+
+    /// Opens the lake at `root` with default settings.
+    pub fn open_url(root: &str) -> Result<Self> {
+        let mut settings = Settings::default();
+        settings.cxrlake.lake = root.to_string();
+        Self::open(settings)
+    }
+
+    /// The lake's root URL (ends with `/`).
+    pub fn root(&self) -> &Url {
+        &self.root
+    }
+
+    /// The settings the lake was opened with.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    fn marker_path(&self) -> Path {
+        self.root_path.clone().join(META_DIR).join("lake.json")
+    }
+
+    /// Reads the lake marker; `None` when the lake was never initialised.
+    pub async fn marker(&self) -> Result<Option<LakeMarker>> {
+        match self.store.get(&self.marker_path()).await {
+            Ok(found) => {
+                let marker: LakeMarker = serde_json::from_slice(&found.bytes().await?)?;
+                if marker.format_version != FORMAT_VERSION {
+                    return Err(LakeError::FormatVersion {
+                        root: self.root.to_string(),
+                        found: marker.format_version,
+                        expected: FORMAT_VERSION,
+                    });
+                }
+                Ok(Some(marker))
+            }
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(err) => Err(err.into()),
+        }
+    }
+
+    /// Fails with a hint to run `cxrlake init` when the lake does not exist.
+    pub async fn require_initialized(&self) -> Result<LakeMarker> {
+        self.marker()
+            .await?
+            .ok_or_else(|| LakeError::NotInitialized(self.root.to_string()))
+    }
+
+    /// Creates the lake marker and an empty table for every table definition that is missing.
+    /// Idempotent; returns the names of the tables it created.
+    pub async fn init(&self) -> Result<Vec<String>> {
+        if self.marker().await?.is_none() {
+            let marker = LakeMarker {
+                format_version: FORMAT_VERSION,
+                created_by: format!("cxrlake {}", env!("CARGO_PKG_VERSION")),
+                created_at: chrono::Utc::now().to_rfc3339(),
+            };
+            let body = serde_json::to_vec_pretty(&marker)?;
+            self.store
+                .put(&self.marker_path(), PutPayload::from(body))
+                .await?;
+        }
+        let existing = self.table_names().await?;
+        let mut created = Vec::new();
+        for def in TABLES {
+            if !existing.iter().any(|name| name == def.name) {
+                self.create_table(def.name, (def.schema)()).await?;
+                created.push(def.name.to_string());
+            }
+        }
+        Ok(created)
+    }
+
+    /// URL of a table's folder.
+    pub fn table_url(&self, name: &str) -> Result<Url> {
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !valid {
+            return Err(LakeError::InvalidTableName(name.to_string()));
+        }
+        self.root
+            .join(&format!("{name}/"))
+            .map_err(|e| LakeError::InvalidUrl {
+                url: self.root.to_string(),
+                reason: e.to_string(),
+            })
+    }
+
+    /// The folder of a table when the lake lives on the local file system. (`Url::to_file_path`
+    /// does not look at the scheme, so `memory:///lake` must be ruled out here.)
+    fn local_folder(&self, name: &str) -> Result<Option<std::path::PathBuf>> {
+        let url = self.table_url(name)?;
+        Ok((url.scheme() == "file")
+            .then(|| url.to_file_path().ok())
+            .flatten())
+    }
+
+    /// delta-rs expects a local table folder to exist before the first commit.
+    fn ensure_local_folder(&self, name: &str) -> Result<()> {
+        if let Some(dir) = self.local_folder(name)? {
+            std::fs::create_dir_all(&dir).map_err(|e| {
+                LakeError::Config(format!("cannot create table folder {}: {e}", dir.display()))
+            })?;
+        }
+        Ok(())
+    }
+
+    fn builder(&self, name: &str) -> Result<DeltaTableBuilder> {
+        let url = self.table_url(name)?;
+        Ok(DeltaTableBuilder::from_url(url.clone())
+            .map_err(|e| LakeError::delta(name, e))?
+            .with_storage_backend(self.store.clone(), url))
+    }
+
+    /// Names of the Delta tables in the lake, sorted.
+    pub async fn table_names(&self) -> Result<Vec<String>> {
+        let listing = self
+            .store
+            .list_with_delimiter(Some(&self.root_path))
+            .await?;
+        let mut names = Vec::new();
+        for dir in listing.common_prefixes {
+            let Some(name) = dir.filename().map(str::to_string) else {
+                continue;
+            };
+            if name == META_DIR {
+                continue;
+            }
+            let inner = self.store.list_with_delimiter(Some(&dir)).await?;
+            if inner
+                .common_prefixes
+                .iter()
+                .any(|p| p.filename() == Some("_delta_log"))
+            {
+                names.push(name);
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Whether a table's folder is missing on a local file system (delta-rs reports that as a
+    /// location error rather than "not a table").
+    fn missing_local_folder(&self, name: &str) -> Result<bool> {
+        Ok(self
+            .local_folder(name)?
+            .is_some_and(|dir| !dir.join("_delta_log").is_dir()))
+    }
+
+    /// An unloaded handle on an existing table.
+    fn existing(&self, name: &str) -> Result<DeltaTable> {
+        if self.missing_local_folder(name)? {
+            return Err(self.no_such_table(name));
+        }
+        self.builder(name)?
+            .build()
+            .map_err(|e| LakeError::delta(name, e))
+    }
+
+    /// The latest version of a table.
+    pub async fn table(&self, name: &str) -> Result<DeltaTable> {
+        let mut table = self.existing(name)?;
+        match table.load().await {
+            Ok(()) => Ok(table),
+            Err(DeltaTableError::NotATable(_)) => Err(self.no_such_table(name)),
+            Err(err) => Err(LakeError::delta(name, err)),
+        }
+    }
+
+    /// A table as of `version` (time travel).
+    pub async fn table_at(&self, name: &str, version: u64) -> Result<DeltaTable> {
+        let mut table = self.existing(name)?;
+        match table.load_version(version).await {
+            Ok(()) => Ok(table),
+            Err(DeltaTableError::NotATable(_)) => Err(self.no_such_table(name)),
+            Err(err) => Err(LakeError::NoSuchVersion {
+                name: name.to_string(),
+                version,
+                source: Box::new(err),
+            }),
+        }
+    }
+
+    fn no_such_table(&self, name: &str) -> LakeError {
+        LakeError::NoSuchTable {
+            name: name.to_string(),
+            root: self.root.to_string(),
+        }
+    }
+
+    /// Creates an empty table with `schema` unless it exists; returns the table.
+    pub async fn create_table(&self, name: &str, schema: SchemaRef) -> Result<DeltaTable> {
+        match self.table(name).await {
+            Ok(table) => Ok(table),
+            Err(LakeError::NoSuchTable { .. }) => {
+                self.ensure_local_folder(name)?;
+                let table = self
+                    .builder(name)?
+                    .build()
+                    .map_err(|e| LakeError::delta(name, e))?;
+                table
+                    .write(vec![RecordBatch::new_empty(schema)])
+                    .with_save_mode(SaveMode::Append)
+                    .with_table_name(name)
+                    .with_commit_properties(commit_properties(&StageCommit::new("init")))
+                    .await
+                    .map_err(|e| LakeError::delta(name, e))
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Starts a write to `table` (append by default).
+    pub fn write(&self, table: &str) -> TableWrite<'_> {
+        TableWrite {
+            lake: self,
+            table: table.to_string(),
+            mode: WriteMode::Append,
+            commit: StageCommit::new("manual"),
+        }
+    }
+
+    /// A table's commits, newest first.
+    pub async fn history(&self, name: &str, limit: Option<usize>) -> Result<Vec<CommitRecord>> {
+        let table = self.table(name).await?;
+        let latest = table.version().unwrap_or(0);
+        let infos: Vec<_> = table
+            .history(limit)
+            .try_collect()
+            .await
+            .map_err(|e| LakeError::delta(name, e))?;
+        Ok(infos
+            .into_iter()
+            .enumerate()
+            .map(|(i, info)| CommitRecord {
+                version: latest.saturating_sub(i as u64),
+                timestamp_ms: info.timestamp,
+                operation: info.operation.clone(),
+                stage: info
+                    .info
+                    .get(COMMIT_INFO_KEY)
+                    .and_then(|v| serde_json::from_value(v.clone()).ok()),
+            })
+            .collect())
+    }
+
+    /// A `SessionContext` with cxrlake's functions and every lake table registered by name.
+    pub async fn session(&self) -> Result<SessionContext> {
+        self.session_with(&HashMap::new()).await
+    }
+
+    /// Like [`Lake::session`], with some tables pinned to a version (`name → version`).
+    pub async fn session_with(&self, versions: &HashMap<String, u64>) -> Result<SessionContext> {
+        let config = SessionConfig::new()
+            .with_batch_size(self.settings.cxrlake.batch_size)
+            .with_option_extension(self.settings.cxrlake.clone())
+            .with_information_schema(true);
+        let ctx = cxrlake_udfs::session_context(config);
+        for name in self.table_names().await? {
+            let table = match versions.get(&name) {
+                Some(version) => self.table_at(&name, *version).await?,
+                None => self.table(&name).await?,
+            };
+            table
+                .update_datafusion_session(&ctx.state())
+                .map_err(|e| LakeError::delta(&name, e))?;
+            let provider = table.table_provider().await?;
+            ctx.register_table(name.as_str(), provider)?;
+        }
+        Ok(ctx)
+    }
+}
+
+fn commit_properties(commit: &StageCommit) -> CommitProperties {
+    let value = serde_json::to_value(commit).unwrap_or_default();
+    CommitProperties::default().with_metadata([(COMMIT_INFO_KEY.to_string(), value)])
+}
+
+impl TableWrite<'_> {
+    /// Adds the rows (the default).
+    pub fn append(mut self) -> Self {
+        self.mode = WriteMode::Append;
+        self
+    }
+
+    /// Replaces all rows.
+    pub fn overwrite(mut self) -> Self {
+        self.mode = WriteMode::Overwrite;
+        self
+    }
+
+    /// Replaces exactly the rows of these studies; every written row must belong to one of them.
+    pub fn replace_studies(mut self, study_ids: Vec<String>) -> Self {
+        self.mode = WriteMode::ReplaceStudies(study_ids);
+        self
+    }
+
+    /// Sets the provenance recorded in the commit.
+    pub fn commit(mut self, commit: StageCommit) -> Self {
+        self.commit = commit;
+        self
+    }
+
+    /// Writes the batches in one atomic commit (creating the table if needed) and returns the new
+    /// table version. Until the commit file lands, readers keep seeing the previous version.
+    pub async fn execute(self, batches: Vec<RecordBatch>) -> Result<u64> {
+        let name = self.table.as_str();
+        let is_new = self.lake.missing_local_folder(name)?;
+        self.lake.ensure_local_folder(name)?;
+        let mut table = self
+            .lake
+            .builder(name)?
+            .build()
+            .map_err(|e| LakeError::delta(name, e))?;
+        if !is_new {
+            match table.load().await {
+                Ok(()) | Err(DeltaTableError::NotATable(_)) => {}
+                Err(err) => return Err(LakeError::delta(name, err)),
+            }
+        }
+        let builder = table
+            .write(batches)
+            .with_commit_properties(commit_properties(&self.commit));
+        let builder = match self.mode {
+            WriteMode::Append => builder.with_save_mode(SaveMode::Append),
+            WriteMode::Overwrite => builder.with_save_mode(SaveMode::Overwrite),
+            WriteMode::ReplaceStudies(ids) => {
+                let ids = ids.into_iter().map(lit).collect();
+                builder
+                    .with_save_mode(SaveMode::Overwrite)
+                    .with_replace_where(col("study_id").in_list(ids, false))
+            }
+        };
+        let table = builder.await.map_err(|e| LakeError::delta(name, e))?;
+        Ok(table.version().unwrap_or(0))
+    }
+}
+
+/// Looks up the definition of a lake table by name.
+pub fn table_def(name: &str) -> Option<&'static TableDef> {
+    cxrlake_schemas::table(name)
+}

@@ -1,0 +1,19 @@
+//! The cxrlake lake: Delta tables on object_store under one root URL, stage commit metadata, the
+//! `cxrlake.*` configuration, and one `SessionContext` in which every table is registered.
+//!
+//! ```text
+//! <root>/_cxrlake/lake.json        format version, creator
+//! <root>/<table>/_delta_log/…      one Delta table per name of cxrlake_schemas::TABLES
+//! <root>/<table>/part-….parquet
+//! ```
+
+pub mod commit;
+pub mod config;
+pub mod error;
+pub mod lake;
+pub mod store;
+
+pub use commit::{CommitRecord, StageCommit};
+pub use config::{CxrlakeConfig, Settings};
+pub use error::{LakeError, Result};
+pub use lake::{Lake, LakeMarker, TableWrite, WriteMode};

@@ -1,0 +1,2 @@
+mod kill;
+mod tables;

@@ -1,0 +1,234 @@
+//! Arrow schemas of every cxrlake lake table, in one place, with the lake format version.
+//!
+//! Field names and enumerations follow appendix D of paper 000; `schemas/README.md` explains each
+//! table, its key and each encoding choice. All code builds its batches against these schemas.
+
+pub mod pipeline;
+pub mod rating;
+pub mod reference;
+pub mod sources;
+pub mod types;
+
+use arrow::datatypes::SchemaRef;
+
+pub use rating::{Rating, is_rating_field, rating_field};
+
+/// Version of the lake layout and table schemas; written into every lake and every commit.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// What every lake table is: its name, key, partitioning and schema.
+#[derive(Debug, Clone, Copy)]
+pub struct TableDef {
+    /// Table name (part of the interface: SQL, exports and docs use it).
+    pub name: &'static str,
+    /// Columns that identify a row.
+    pub key: &'static [&'static str],
+    /// The column that replace-where operations select on (`study_id` for per-study tables).
+    pub replace_by: Option<&'static str>,
+    /// One line on what the table holds.
+    pub doc: &'static str,
+    /// Builds the Arrow schema.
+    pub schema: fn() -> SchemaRef,
+}
+
+/// Every table of the lake, in pipeline order.
+pub const TABLES: &[TableDef] = &[
+    TableDef {
+        name: "ref_regions",
+        key: &["name"],
+        replace_by: None,
+        doc: "reference regions with localization recipes and hashes",
+        schema: reference::ref_regions_schema,
+    },
+    TableDef {
+        name: "ref_findings",
+        key: &["name"],
+        replace_by: None,
+        doc: "reference findings with categories and hashes",
+        schema: reference::ref_findings_schema,
+    },
+    TableDef {
+        name: "ref_modifiers",
+        key: &["name"],
+        replace_by: None,
+        doc: "reference modifiers and probabilities with hashes",
+        schema: reference::ref_modifiers_schema,
+    },
+    TableDef {
+        name: "ref_changes",
+        key: &["name"],
+        replace_by: None,
+        doc: "reference change types with hashes",
+        schema: reference::ref_changes_schema,
+    },
+    TableDef {
+        name: "reports",
+        key: &["study_id"],
+        replace_by: Some("study_id"),
+        doc: "one row per MIMIC-CXR report",
+        schema: sources::reports,
+    },
+    TableDef {
+        name: "images",
+        key: &["image_id"],
+        replace_by: Some("study_id"),
+        doc: "MIMIC-CXR-JPG images with view, size and split",
+        schema: sources::images,
+    },
+    TableDef {
+        name: "splits",
+        key: &["image_id"],
+        replace_by: Some("study_id"),
+        doc: "official split per image",
+        schema: sources::splits,
+    },
+    TableDef {
+        name: "chexpert_labels",
+        key: &["study_id", "labeler"],
+        replace_by: Some("study_id"),
+        doc: "CheXpert and NegBio labels per study",
+        schema: sources::chexpert_labels,
+    },
+    TableDef {
+        name: "imagenome_boxes",
+        key: &["image_id", "bbox_name"],
+        replace_by: Some("study_id"),
+        doc: "Chest ImaGenome boxes in original pixels",
+        schema: sources::imagenome_boxes,
+    },
+    TableDef {
+        name: "cxas_masks",
+        key: &["image_id", "class_name"],
+        replace_by: Some("study_id"),
+        doc: "CXAS masks as COCO compressed RLE",
+        schema: sources::cxas_masks,
+    },
+    TableDef {
+        name: "quarantine",
+        key: &["stage", "source", "location"],
+        replace_by: None,
+        doc: "inputs that failed, with raw bytes and reason",
+        schema: sources::quarantine,
+    },
+    TableDef {
+        name: "llm_calls",
+        key: &["request_hash"],
+        replace_by: None,
+        doc: "LLM response cache",
+        schema: pipeline::llm_calls,
+    },
+    TableDef {
+        name: "sentences",
+        key: &["study_id", "sent_id"],
+        replace_by: Some("study_id"),
+        doc: "report sentences with section and cluster",
+        schema: pipeline::sentences,
+    },
+    TableDef {
+        name: "indications",
+        key: &["study_id"],
+        replace_by: Some("study_id"),
+        doc: "indication per study",
+        schema: pipeline::indications,
+    },
+    TableDef {
+        name: "observations_raw",
+        key: &["study_id", "obs_id"],
+        replace_by: Some("study_id"),
+        doc: "observations before entity mapping",
+        schema: pipeline::observations_raw,
+    },
+    TableDef {
+        name: "region_boxes",
+        key: &["image_id", "region"],
+        replace_by: Some("study_id"),
+        doc: "boxes per image and localized region",
+        schema: pipeline::region_boxes,
+    },
+    TableDef {
+        name: "observations",
+        key: &["study_id", "obs_id"],
+        replace_by: Some("study_id"),
+        doc: "mapped observation nodes",
+        schema: pipeline::observations,
+    },
+    TableDef {
+        name: "scene_graphs",
+        key: &["study_id"],
+        replace_by: Some("study_id"),
+        doc: "one nested scene graph per study",
+        schema: pipeline::scene_graphs,
+    },
+    TableDef {
+        name: "qa",
+        key: &["study_id", "question_id"],
+        replace_by: Some("study_id"),
+        doc: "question-answer pairs with nested answer parts",
+        schema: pipeline::qa,
+    },
+    TableDef {
+        name: "qa_judgements",
+        key: &["study_id", "question_id", "criterion", "answer_id"],
+        replace_by: Some("study_id"),
+        doc: "judge verdicts per criterion",
+        schema: pipeline::qa_judgements,
+    },
+];
+
+/// Looks up a table definition by name.
+pub fn table(name: &str) -> Option<&'static TableDef> {
+    TABLES.iter().find(|t| t.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_names_are_unique_and_keys_exist() {
+        let mut names: Vec<_> = TABLES.iter().map(|t| t.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), TABLES.len());
+        for t in TABLES {
+            let schema = (t.schema)();
+            for k in t.key.iter().chain(t.replace_by.iter()) {
+                assert!(
+                    schema.field_with_name(k).is_ok(),
+                    "{}: key column {k} missing",
+                    t.name
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn qa_rating_column_is_marked() {
+        let schema = pipeline::qa();
+        let field = schema.field_with_name("rating").expect("rating column");
+        assert!(is_rating_field(field));
+        assert!(!is_rating_field(
+            schema.field_with_name("question").expect("question")
+        ));
+    }
+
+    #[test]
+    fn scene_graph_fields_use_the_papers_names() {
+        let schema = pipeline::scene_graphs();
+        for name in [
+            "sentences",
+            "observations",
+            "top_level_obs_ids",
+            "regions",
+            "indication",
+            "located_at_relations",
+            "obs_relations",
+            "obs_sent_relations",
+            "region_region_relations",
+            "study_quality",
+            "study_img_localization_quality",
+        ] {
+            assert!(schema.field_with_name(name).is_ok(), "missing {name}");
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! Tables written by the pipeline stages: extraction, localization, mapping, graphs, QA, judging.
+
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+
+use crate::rating::rating_field;
+use crate::types::{
+    bboxes, extraction_quality, image_quality, key, localization, localization_fields,
+    observation_fields, struct_list, structure, text, text_list,
+};
+
+/// `llm_calls`: the LLM response cache, keyed by the hash of (model, prompt, parameters).
+pub fn llm_calls() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        key("request_hash"),
+        text("endpoint"),
+        text("model"),
+        text("prompt_version"),
+        text("request"),
+        text("response"),
+        text("error"),
+        Field::new("prompt_tokens", DataType::Int64, true),
+        Field::new("completion_tokens", DataType::Int64, true),
+        Field::new("latency_ms", DataType::Float64, true),
+        Field::new(
+            "created_at",
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            false,
+        ),
+    ]))
+}
+
+/// `sentences`: sentence nodes (paper D.1) with their cluster (key: study_id, sent_id).
+pub fn sentences() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        key("patient_id"),
+        key("study_id"),
+        key("sent_id"),
+        text("section"),
+        text("section_type"),
+        text("sentence"),
+        text("cluster_id"),
+        key("extractor"),
+    ]))
+}
+
+/// `indications`: the indication extracted per study (key: study_id).
+pub fn indications() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        key("patient_id"),
+        key("study_id"),
+        text("indication_summary"),
+        text("patient_info"),
+        text("indication"),
+        text("evaluation"),
+        text_list("associated_sentence_ids"),
+        text("answer_summary_sentence"),
+        text("parse_error"),
+        key("extractor"),
+    ]))
+}
+
+/// `observations_raw`: observations as extracted, before mapping (key: study_id, obs_id).
+pub fn observations_raw() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        key("patient_id"),
+        key("study_id"),
+        key("obs_id"),
+        text("parent_obs_id"),
+        text("child_type"),
+        text("name"),
+        text("entity"),
+        text("probability"),
+        text("change"),
+        text("summary_sentence"),
+        text("change_sentence"),
+        text_list("regions"),
+        text_list("modifiers"),
+        text_list("sent_ids"),
+        text("parse_error"),
+        key("extractor"),
+    ]))
+}
+
+/// `region_boxes`: per image × localized region, the boxes of its recipe (key: image_id, region).
+pub fn region_boxes() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        key("image_id"),
+        key("study_id"),
+        key("region"),
+        bboxes("bboxes"),
+        text_list("localization_reference_ids"),
+        Field::new("is_fallback", DataType::Boolean, false),
+        text_list("missing_localization"),
+        text("localization_quality"),
+        text("recipe"),
+    ]))
+}
+
+/// `observations`: mapped observation nodes, one row each (key: study_id, obs_id).
+pub fn observations() -> SchemaRef {
+    let mut fields = vec![key("patient_id"), key("study_id")];
+    fields.extend(observation_fields());
+    fields.push(key("embedder"));
+    Arc::new(Schema::new(fields))
+}
+
+fn observation_struct(name: &str) -> Field {
+    structure(name, observation_fields())
+}
+
+/// `scene_graphs`: one nested row per study (paper D.1; key: study_id).
+pub fn scene_graphs() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        key("patient_id"),
+        key("study_id"),
+        struct_list(
+            "sentences",
+            vec![
+                key("sent_id"),
+                text("section"),
+                text("section_type"),
+                text("sentence"),
+            ],
+        ),
+        struct_list("observations", observation_fields()),
+        text_list("top_level_obs_ids"),
+        struct_list(
+            "regions",
+            vec![
+                key("region"),
+                text("laterality"),
+                localization("localization"),
+                text("region_localization_quality"),
+            ],
+        ),
+        structure(
+            "indication",
+            vec![
+                text("indication_summary"),
+                text("patient_info"),
+                text("indication"),
+                text("evaluation"),
+                text_list("associated_sentence_ids"),
+                text_list("associated_obs_ids"),
+                observation_struct("answer_for_indication"),
+            ],
+        ),
+        struct_list(
+            "located_at_relations",
+            vec![
+                key("obs_id"),
+                key("region"),
+                text_list("distances"),
+                text("where_specified"),
+            ],
+        ),
+        struct_list(
+            "obs_relations",
+            vec![
+                key("parent_obs_id"),
+                key("child_obs_id"),
+                text("child_type"),
+            ],
+        ),
+        struct_list("obs_sent_relations", vec![key("obs_id"), key("sent_id")]),
+        struct_list(
+            "region_region_relations",
+            vec![key("region"), key("related_region"), text("relation_type")],
+        ),
+        extraction_quality("study_quality"),
+        image_quality("study_img_localization_quality"),
+        key("extractor"),
+        key("embedder"),
+    ]))
+}
+
+/// Text-quality levels of one answer part (table 12), with the part's rating.
+fn answer_quality(name: &str) -> Field {
+    structure(
+        name,
+        vec![
+            text("entailment"),
+            text("relevance"),
+            text("answer_clarity"),
+            rating_field("rating"),
+        ],
+    )
+}
+
+/// Fields of one answer part. Arrow cannot nest recursively, so the hierarchy is flattened:
+/// `parent_answer_id` and `answer_level` rebuild `sub_answers` on JSON export.
+pub fn answer_part_fields() -> Vec<Field> {
+    vec![
+        Field::new("answer_id", DataType::Int64, false),
+        Field::new("parent_answer_id", DataType::Int64, true),
+        Field::new("answer_level", DataType::Int32, false),
+        key("answer_type"),
+        text("text"),
+        text("name_tag"),
+        text("laterality"),
+        text_list("regions"),
+        text_list("obs_entities"),
+        text_list("obs_entities_parents"),
+        text_list("obs_categories"),
+        text_list("obs_subcategories"),
+        text("certainty"),
+        text("positiveness"),
+        struct_list("modifiers", vec![key("modifier_type"), key("value")]),
+        struct_list("localization", localization_fields()),
+        Field::new("from_report", DataType::Boolean, false),
+        text_list("obs_ids"),
+        extraction_quality("extraction_quality"),
+        answer_quality("answer_quality"),
+    ]
+}
+
+/// `qa`: one row per question with nested answer parts (paper D.2; key: study_id, question_id).
+pub fn qa() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        key("patient_id"),
+        key("study_id"),
+        key("question_id"),
+        key("question_type"),
+        key("question_strategy"),
+        struct_list("variables", vec![key("name"), text("value_json")]),
+        text_list("obs_ids"),
+        Field::new("contains_report_answers", DataType::Boolean, false),
+        Field::new("contains_template_answers", DataType::Boolean, false),
+        extraction_quality("extraction_quality"),
+        image_quality("question_img_localization_quality"),
+        text("question"),
+        struct_list("answers", answer_part_fields()),
+        structure(
+            "question_quality",
+            vec![
+                text("question_clarity"),
+                text("completeness"),
+                rating_field("rating"),
+            ],
+        ),
+        rating_field("rating"),
+        Field::new("rating_rank", DataType::Int8, true),
+        key("extractor"),
+        key("embedder"),
+        text("judge"),
+    ]))
+}
+
+/// `qa_judgements`: one row per judged criterion and (where rated per part) answer part.
+pub fn qa_judgements() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        key("patient_id"),
+        key("study_id"),
+        key("question_id"),
+        key("criterion"),
+        Field::new("answer_id", DataType::Int64, true),
+        text("level"),
+        Field::new("level_value", DataType::Int32, true),
+        key("content_hash"),
+        key("judge"),
+        text("explanation"),
+    ]))
+}

@@ -1,0 +1,69 @@
+//! cxrlake's DataFusion functions and planner rules: one function per file, registered once.
+//!
+//! Families are modules (`rating`, `boxes`, later `llm`, `embed`). [`session_context`] builds the
+//! `SessionContext` every cxrlake command uses: DataFusion's defaults plus all of our functions
+//! and the rating-order rule, so any SQL over the lake sees the same semantics.
+
+pub mod boxes;
+pub mod localize;
+pub mod rating;
+
+use std::sync::Arc;
+
+use datafusion::execution::SessionStateBuilder;
+use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
+use datafusion::optimizer::Analyzer;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+/// Every scalar function cxrlake adds.
+pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
+    vec![
+        Arc::new(ScalarUDF::from(rating::RatingRankFunc::new())),
+        Arc::new(ScalarUDF::from(rating::ToRatingFunc::new())),
+        Arc::new(ScalarUDF::from(boxes::MaskAreaFunc::new())),
+        Arc::new(ScalarUDF::from(boxes::MaskBboxFunc::new())),
+        Arc::new(ScalarUDF::from(boxes::MaskUnionFunc::new())),
+        Arc::new(ScalarUDF::from(boxes::MaskIntersectionFunc::new())),
+        Arc::new(ScalarUDF::from(boxes::BoxUnionFunc::new())),
+        Arc::new(ScalarUDF::from(boxes::BoxIntersectionFunc::new())),
+        Arc::new(ScalarUDF::from(boxes::BoxAreaFunc::new())),
+        Arc::new(ScalarUDF::from(boxes::BoxClampFunc::new())),
+        Arc::new(ScalarUDF::from(boxes::BoxIouFunc::new())),
+        Arc::new(ScalarUDF::from(boxes::BoxIopFunc::new())),
+        Arc::new(ScalarUDF::from(boxes::BoxIotFunc::new())),
+    ]
+}
+
+/// Every aggregate function cxrlake adds.
+pub fn aggregate_functions() -> Vec<Arc<AggregateUDF>> {
+    vec![
+        Arc::new(AggregateUDF::from(rating::RatingExtremumFunc::min())),
+        Arc::new(AggregateUDF::from(rating::RatingExtremumFunc::max())),
+        Arc::new(AggregateUDF::from(boxes::MaskUnionAggFunc::new())),
+    ]
+}
+
+/// Registers every cxrlake function with a context.
+pub fn register_all(ctx: &SessionContext) {
+    for udf in scalar_functions() {
+        ctx.register_udf(udf.as_ref().clone());
+    }
+    for udaf in aggregate_functions() {
+        ctx.register_udaf(udaf.as_ref().clone());
+    }
+}
+
+/// A `SessionContext` with DataFusion's defaults, cxrlake's functions and the rating-order rule
+/// (which runs before type coercion, so it sees the query as written).
+pub fn session_context(config: SessionConfig) -> SessionContext {
+    let mut rules = Analyzer::new().rules;
+    rules.insert(0, Arc::new(rating::RatingOrderRule::new()));
+    let state = SessionStateBuilder::new()
+        .with_config(config)
+        .with_default_features()
+        .with_analyzer_rules(rules)
+        .build();
+    let ctx = SessionContext::new_with_state(state);
+    register_all(&ctx);
+    ctx
+}
