@@ -1,0 +1,7 @@
+//! Integration tests of cxrlake-refdefs (one binary; see STYLE.md).
+
+mod common;
+mod diagnostics;
+mod diff_and_hashes;
+mod shipped;
+mod tables;
