@@ -1,0 +1,366 @@
+//! Finds the input files: walks folders and zip archives (members are listed, never extracted)
+//! and classifies every file by its name.
+//!
+//! ```text
+//!  files/pXX/pXXXXXXXX/sXXXXXXXX.txt        → Report        (also inside any .zip)
+//!  *-metadata.csv[.gz]                      → Metadata
+//!  *-split.csv[.gz]                         → Split
+//!  *-chexpert.csv[.gz] / *-negbio.csv[.gz]  → Labels
+//!  <dicom_id>_SceneGraph.json               → SceneGraph    (also inside any .zip)
+//!  *.json under a folder named like `cxas`  → Cxas          (COCO with compressed RLE)
+//!  anything else                            → skipped (counted)
+//! ```
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::error::{IngestError, Result};
+use crate::quarantine::{Quarantined, Target};
+
+/// CheXpert-style labeler of a label CSV.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Labeler {
+    /// `mimic-cxr-2.0.0-chexpert.csv`.
+    Chexpert,
+    /// `mimic-cxr-2.0.0-negbio.csv`.
+    Negbio,
+}
+
+impl Labeler {
+    /// The `labeler` column value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Chexpert => "chexpert",
+            Self::Negbio => "negbio",
+        }
+    }
+}
+
+/// What an input file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A MIMIC-CXR report text.
+    Report,
+    /// MIMIC-CXR-JPG metadata CSV.
+    Metadata,
+    /// MIMIC-CXR-JPG split CSV.
+    Split,
+    /// CheXpert or NegBio label CSV.
+    Labels(Labeler),
+    /// Chest ImaGenome scene graph JSON.
+    SceneGraph,
+    /// CXAS COCO JSON.
+    Cxas,
+}
+
+/// Where an input file's bytes are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A plain file.
+    File(PathBuf),
+    /// A member of a zip archive, by index in its central directory.
+    ZipMember {
+        /// The archive.
+        archive: PathBuf,
+        /// Member index.
+        index: usize,
+        /// Member name.
+        name: String,
+    },
+}
+
+/// One classified input file.
+#[derive(Debug, Clone)]
+pub struct InputFile {
+    /// What it holds.
+    pub kind: Kind,
+    /// Where it is.
+    pub location: Location,
+    /// Path relative to the input folder or archive, with `/` separators.
+    pub rel_path: String,
+    /// Size in bytes (uncompressed size for zip members).
+    pub size: u64,
+}
+
+impl InputFile {
+    /// How the file is named in `quarantine.source` and logs: the path, or `archive!member`.
+    pub fn source(&self) -> String {
+        match &self.location {
+            Location::File(path) => path.display().to_string(),
+            Location::ZipMember { archive, name, .. } => format!("{}!{name}", archive.display()),
+        }
+    }
+
+    /// Whether the bytes are gzip-compressed (by name).
+    pub fn is_gzip(&self) -> bool {
+        self.rel_path.to_ascii_lowercase().ends_with(".gz")
+    }
+
+    /// The file name (last path segment).
+    pub fn file_name(&self) -> &str {
+        self.rel_path.rsplit('/').next().unwrap_or(&self.rel_path)
+    }
+}
+
+/// Everything found under the inputs.
+#[derive(Debug, Default)]
+pub struct Discovered {
+    /// Classified files, in a deterministic order (inputs in order, paths sorted).
+    pub files: Vec<InputFile>,
+    /// Files that are none of the known kinds.
+    pub skipped: usize,
+    /// Archives that could not be opened.
+    pub quarantined: Vec<Quarantined>,
+    /// Input paths with their file counts and total sizes (the commits' fingerprint).
+    pub fingerprint: Value,
+}
+
+/// Walks `inputs` (folders, files, zip archives).
+pub fn discover(inputs: &[PathBuf]) -> Result<Discovered> {
+    if inputs.is_empty() {
+        return Err(IngestError::NoInputs);
+    }
+    let mut found = Discovered::default();
+    let mut described = Vec::new();
+    for input in inputs {
+        let before = found.files.len();
+        let meta = std::fs::metadata(input).map_err(|source| IngestError::Input {
+            path: input.clone(),
+            source,
+        })?;
+        if meta.is_dir() {
+            walk_dir(input, input, &mut found)?;
+        } else {
+            let name = input
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            add_file(input, &name, meta.len(), &mut found);
+        }
+        let files = &found.files[before..];
+        described.push(json!({
+            "path": input.display().to_string(),
+            "files": files.len(),
+            "bytes": files.iter().map(|f| f.size).sum::<u64>(),
+        }));
+    }
+    found.fingerprint = json!({ "inputs": described });
+    Ok(found)
+}
+
+fn walk_dir(root: &Path, dir: &Path, found: &mut Discovered) -> Result<()> {
+    let entries = std::fs::read_dir(dir).map_err(|source| IngestError::Input {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut entries: Vec<_> = entries
+        .filter_map(|entry| entry.ok())
+        .map(|entry| entry.path())
+        .collect();
+    entries.sort();
+    for path in entries {
+        let Ok(meta) = std::fs::metadata(&path) else {
+            found.skipped += 1;
+            continue;
+        };
+        if meta.is_dir() {
+            walk_dir(root, &path, found)?;
+        } else {
+            let rel = path
+                .strip_prefix(root)
+                .unwrap_or(&path)
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/");
+            add_file(&path, &rel, meta.len(), found);
+        }
+    }
+    Ok(())
+}
+
+fn add_file(path: &Path, rel: &str, size: u64, found: &mut Discovered) {
+    if rel.to_ascii_lowercase().ends_with(".zip") {
+        add_zip(path, found);
+        return;
+    }
+    match classify(&path.to_string_lossy(), rel) {
+        Some(kind) => found.files.push(InputFile {
+            kind,
+            location: Location::File(path.to_path_buf()),
+            rel_path: rel.to_string(),
+            size,
+        }),
+        None => found.skipped += 1,
+    }
+}
+
+fn add_zip(path: &Path, found: &mut Discovered) {
+    let archive = File::open(path)
+        .map_err(|e| e.to_string())
+        .and_then(|file| zip::ZipArchive::new(BufReader::new(file)).map_err(|e| e.to_string()));
+    let mut archive = match archive {
+        Ok(archive) => archive,
+        Err(reason) => {
+            found.quarantined.push(Quarantined::new(
+                Target::Archive,
+                path.display().to_string(),
+                "archive",
+                format!("unreadable zip archive: {reason}"),
+                Vec::new(),
+            ));
+            return;
+        }
+    };
+    let mut members = Vec::new();
+    for index in 0..archive.len() {
+        match archive.by_index_raw(index) {
+            Ok(member) if member.is_dir() => {}
+            Ok(member) => members.push((member.name().to_string(), index, member.size())),
+            Err(err) => found.quarantined.push(Quarantined::new(
+                Target::Archive,
+                path.display().to_string(),
+                format!("member {index}"),
+                format!("unreadable zip member: {err}"),
+                Vec::new(),
+            )),
+        }
+    }
+    members.sort();
+    let archive_name = path.to_string_lossy();
+    for (name, index, size) in members {
+        match classify(&format!("{archive_name}/{name}"), &name) {
+            Some(kind) => found.files.push(InputFile {
+                kind,
+                location: Location::ZipMember {
+                    archive: path.to_path_buf(),
+                    index,
+                    name: name.clone(),
+                },
+                rel_path: name,
+                size,
+            }),
+            None => found.skipped += 1,
+        }
+    }
+}
+
+/// Classifies a file by its name; `full` is the whole path (folders tell CXAS output and report
+/// trees apart), `rel` the path within the input.
+pub fn classify(full: &str, rel: &str) -> Option<Kind> {
+    let name = rel.rsplit('/').next().unwrap_or(rel).to_ascii_lowercase();
+    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    let full = full.replace('\\', "/").to_ascii_lowercase();
+    let folders: Vec<&str> = full.split('/').collect();
+    let folders = &folders[..folders.len().saturating_sub(1)];
+    if name.ends_with("-metadata.csv") {
+        Some(Kind::Metadata)
+    } else if name.ends_with("-split.csv") {
+        Some(Kind::Split)
+    } else if name.ends_with("-chexpert.csv") {
+        Some(Kind::Labels(Labeler::Chexpert))
+    } else if name.ends_with("-negbio.csv") {
+        Some(Kind::Labels(Labeler::Negbio))
+    } else if name.ends_with("_scenegraph.json") {
+        Some(Kind::SceneGraph)
+    } else if name.ends_with(".json") && folders.iter().any(|f| f.contains("cxas")) {
+        Some(Kind::Cxas)
+    } else if name.ends_with(".txt") && (folders.contains(&"files") || name.starts_with('s')) {
+        Some(Kind::Report)
+    } else {
+        None
+    }
+}
+
+/// Reads whole input files, keeping zip archives open between reads.
+#[derive(Debug, Default)]
+pub struct FileReader {
+    archives: HashMap<PathBuf, zip::ZipArchive<BufReader<File>>>,
+}
+
+impl FileReader {
+    /// The file's bytes (gzip is not undone here), or why they cannot be read.
+    pub fn read(&mut self, file: &InputFile) -> std::result::Result<Vec<u8>, String> {
+        match &file.location {
+            Location::File(path) => {
+                std::fs::read(path).map_err(|e| format!("unreadable file: {e}"))
+            }
+            Location::ZipMember { archive, index, .. } => {
+                if !self.archives.contains_key(archive) {
+                    let opened = File::open(archive)
+                        .map_err(|e| e.to_string())
+                        .and_then(|f| {
+                            zip::ZipArchive::new(BufReader::new(f)).map_err(|e| e.to_string())
+                        })
+                        .map_err(|e| format!("unreadable zip archive: {e}"))?;
+                    self.archives.insert(archive.clone(), opened);
+                }
+                let zip = self
+                    .archives
+                    .get_mut(archive)
+                    .ok_or_else(|| "zip archive vanished".to_string())?;
+                let mut member = zip
+                    .by_index(*index)
+                    .map_err(|e| format!("unreadable zip member: {e}"))?;
+                let mut bytes = Vec::with_capacity(member.size() as usize);
+                member
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| format!("unreadable zip member: {e}"))?;
+                Ok(bytes)
+            }
+        }
+    }
+}
+
+/// Reads many files: plain files in parallel (rayon), zip members in order from open archives.
+pub fn read_all(
+    reader: &mut FileReader,
+    files: &[InputFile],
+) -> Vec<std::result::Result<Vec<u8>, String>> {
+    use rayon::prelude::*;
+    let mut out: Vec<Option<std::result::Result<Vec<u8>, String>>> = files
+        .par_iter()
+        .map(|file| match &file.location {
+            Location::File(path) => {
+                Some(std::fs::read(path).map_err(|e| format!("unreadable file: {e}")))
+            }
+            Location::ZipMember { .. } => None,
+        })
+        .collect();
+    for (slot, file) in out.iter_mut().zip(files) {
+        if slot.is_none() {
+            *slot = Some(reader.read(file));
+        }
+    }
+    out.into_iter()
+        .map(|slot| slot.unwrap_or_else(|| Err("not read".to_string())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_by_name() {
+        let c = |rel: &str| classify(&format!("/corpus/{rel}"), rel);
+        assert_eq!(c("files/p10/p10000032/s50414267.txt"), Some(Kind::Report));
+        assert_eq!(c("mimic-cxr-2.0.0-metadata.csv.gz"), Some(Kind::Metadata));
+        assert_eq!(c("mimic-cxr-2.0.0-split.csv"), Some(Kind::Split));
+        assert_eq!(
+            c("mimic-cxr-2.0.0-negbio.csv.gz"),
+            Some(Kind::Labels(Labeler::Negbio))
+        );
+        assert_eq!(
+            c("imagenome/scene_graph/0a-1b-2c-3d-4e_SceneGraph.json"),
+            Some(Kind::SceneGraph)
+        );
+        assert_eq!(c("cxas/p10/p10000032/s50414267.json"), Some(Kind::Cxas));
+        assert_eq!(c("manifest.json"), None);
+        assert_eq!(c("ground_truth.jsonl"), None);
+    }
+}
