@@ -1,0 +1,8 @@
+//! cxrlake's pipeline stages. Each stage is a SQL file in `sql/` (stage name = file name = module
+//! name) run by DataFusion over the lake with cxrlake's UDFs; its result is committed to the lake
+//! with a fingerprint of what it was computed from.
+
+pub mod error;
+pub mod localize;
+
+pub use error::{PipelineError, Result};

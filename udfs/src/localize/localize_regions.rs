@@ -1,0 +1,297 @@
+//! `localize_regions(masks, boxes, height, width)`: the localization of every localized region of
+//! the reference definitions on one image, as a list of structs (unnested by `sql/localize.sql`).
+//!
+//! `masks` is `list<struct<class_name, rle_counts>>` (CXAS, COCO compressed RLE), `boxes` is
+//! `list<struct<bbox_name, bbox>>` (Chest ImaGenome, original pixels); either may be NULL. The
+//! region plan and the minimum box area are fields, so the plan's identity changes with them.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use cxrlake_masks::{BBox, Rle};
+use cxrlake_refdefs::RefDefs;
+use cxrlake_schemas::types::{bboxes, key, text, text_list};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, BooleanBuilder, FixedSizeListBuilder, Float32Builder, ListArray,
+    ListBuilder, StringArray, StringBuilder, StructArray,
+};
+use datafusion::arrow::buffer::OffsetBuffer;
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Float32Type, Int64Type};
+use datafusion::common::{Result, exec_err};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+
+use super::plan::{ImageInputs, RegionLocalization, RegionPlan};
+
+/// The `localize_regions` scalar function.
+#[derive(Debug)]
+pub struct LocalizeRegionsFunc {
+    plan: Arc<RegionPlan>,
+    fingerprint: String,
+    min_area: f64,
+    signature: Signature,
+}
+
+impl PartialEq for LocalizeRegionsFunc {
+    fn eq(&self, other: &Self) -> bool {
+        self.fingerprint == other.fingerprint && self.min_area.to_bits() == other.min_area.to_bits()
+    }
+}
+
+impl Eq for LocalizeRegionsFunc {}
+
+impl Hash for LocalizeRegionsFunc {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.fingerprint.hash(state);
+        self.min_area.to_bits().hash(state);
+    }
+}
+
+impl LocalizeRegionsFunc {
+    /// The function for these definitions; boxes under `min_area` px² are dropped.
+    pub fn new(defs: &RefDefs, min_area: f64) -> Self {
+        Self {
+            plan: Arc::new(RegionPlan::new(defs, min_area)),
+            fingerprint: defs.fingerprint().to_string(),
+            min_area,
+            signature: Signature::any(4, Volatility::Immutable),
+        }
+    }
+
+    /// The fields of one output struct (a `region_boxes` row without image and study ids).
+    pub fn output_fields() -> Fields {
+        Fields::from(vec![
+            key("region"),
+            bboxes("bboxes"),
+            text_list("localization_reference_ids"),
+            Field::new("is_fallback", DataType::Boolean, false),
+            text_list("missing_localization"),
+            text("localization_quality"),
+            text("recipe"),
+        ])
+    }
+}
+
+fn utf8_column(array: &StructArray, name: &str, function: &str) -> Result<StringArray> {
+    let Some(column) = array.column_by_name(name) else {
+        return exec_err!("{function}: input struct has no field '{name}'");
+    };
+    Ok(cast(column, &DataType::Utf8)?.as_string::<i32>().clone())
+}
+
+/// The masks of row `row`; masks that do not fit the image are skipped (ingest quarantines them).
+fn masks_of(
+    masks: Option<&ListArray>,
+    row: usize,
+    height: u32,
+    width: u32,
+) -> Result<HashMap<String, Rle>> {
+    let mut out = HashMap::new();
+    let Some(list) = masks.filter(|l| l.is_valid(row)) else {
+        return Ok(out);
+    };
+    let entries = list.value(row);
+    let Some(entries) = entries.as_struct_opt() else {
+        return exec_err!("localize_regions: masks must be a list of structs");
+    };
+    let classes = utf8_column(entries, "class_name", "localize_regions")?;
+    let counts = utf8_column(entries, "rle_counts", "localize_regions")?;
+    for (class, counts) in classes.iter().zip(counts.iter()) {
+        if let (Some(class), Some(counts)) = (class, counts)
+            && let Ok(rle) = Rle::from_compressed_string(counts, height, width)
+        {
+            out.insert(class.to_string(), rle);
+        }
+    }
+    Ok(out)
+}
+
+fn boxes_of(boxes: Option<&ListArray>, row: usize) -> Result<HashMap<String, BBox>> {
+    let mut out = HashMap::new();
+    let Some(list) = boxes.filter(|l| l.is_valid(row)) else {
+        return Ok(out);
+    };
+    let entries = list.value(row);
+    let Some(entries) = entries.as_struct_opt() else {
+        return exec_err!("localize_regions: boxes must be a list of structs");
+    };
+    let names = utf8_column(entries, "bbox_name", "localize_regions")?;
+    let Some(coords) = entries.column_by_name("bbox") else {
+        return exec_err!("localize_regions: boxes struct has no field 'bbox'");
+    };
+    let coords = cast(
+        coords,
+        &DataType::List(Arc::new(Field::new("item", DataType::Float32, true))),
+    )?;
+    let coords = coords.as_list::<i32>();
+    for (i, name) in names.iter().enumerate() {
+        let Some(name) = name else { continue };
+        if coords.is_null(i) {
+            continue;
+        }
+        let values = coords.value(i);
+        let values = values.as_primitive::<Float32Type>();
+        if values.len() != 4 {
+            return exec_err!(
+                "localize_regions: box '{name}' has {} coordinates, expected 4",
+                values.len()
+            );
+        }
+        out.insert(
+            name.to_string(),
+            [
+                values.value(0),
+                values.value(1),
+                values.value(2),
+                values.value(3),
+            ],
+        );
+    }
+    Ok(out)
+}
+
+fn as_list(array: &ArrayRef) -> Option<&ListArray> {
+    array.as_list_opt::<i32>()
+}
+
+/// Builders of the output struct's columns.
+struct OutputBuilder {
+    region: StringBuilder,
+    bboxes: ListBuilder<FixedSizeListBuilder<Float32Builder>>,
+    references: ListBuilder<StringBuilder>,
+    is_fallback: BooleanBuilder,
+    missing: ListBuilder<StringBuilder>,
+    quality: StringBuilder,
+    recipe: StringBuilder,
+}
+
+impl OutputBuilder {
+    fn new() -> Self {
+        Self {
+            region: StringBuilder::new(),
+            bboxes: ListBuilder::new(FixedSizeListBuilder::new(Float32Builder::new(), 4)),
+            references: ListBuilder::new(StringBuilder::new()),
+            is_fallback: BooleanBuilder::new(),
+            missing: ListBuilder::new(StringBuilder::new()),
+            quality: StringBuilder::new(),
+            recipe: StringBuilder::new(),
+        }
+    }
+
+    fn push(&mut self, row: &RegionLocalization) {
+        self.region.append_value(&row.region);
+        for bbox in &row.bboxes {
+            self.bboxes.values().values().append_slice(bbox);
+            self.bboxes.values().append(true);
+        }
+        self.bboxes.append(true);
+        for reference in &row.localization_reference_ids {
+            self.references.values().append_value(reference);
+        }
+        self.references.append(true);
+        self.is_fallback.append_value(row.is_fallback);
+        for region in &row.missing_localization {
+            self.missing.values().append_value(region);
+        }
+        self.missing.append(true);
+        self.quality.append_value(row.quality.as_str());
+        self.recipe.append_value(&row.recipe);
+    }
+
+    fn finish(mut self) -> Result<StructArray> {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(self.region.finish()),
+            Arc::new(self.bboxes.finish()),
+            Arc::new(self.references.finish()),
+            Arc::new(self.is_fallback.finish()),
+            Arc::new(self.missing.finish()),
+            Arc::new(self.quality.finish()),
+            Arc::new(self.recipe.finish()),
+        ];
+        Ok(StructArray::try_new(
+            LocalizeRegionsFunc::output_fields(),
+            columns,
+            None,
+        )?)
+    }
+}
+
+impl ScalarUDFImpl for LocalizeRegionsFunc {
+    fn name(&self) -> &str {
+        "localize_regions"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _arg_types: &[DataType]) -> Result<DataType> {
+        Ok(DataType::List(Arc::new(Field::new(
+            "item",
+            DataType::Struct(Self::output_fields()),
+            true,
+        ))))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let rows = args.number_rows;
+        let arrays = ColumnarValue::values_to_arrays(&args.args)?;
+        let [masks, boxes, height, width] = arrays.as_slice() else {
+            return exec_err!("localize_regions takes (masks, boxes, height, width)");
+        };
+        let (height, width) = (
+            cast(height, &DataType::Int64)?,
+            cast(width, &DataType::Int64)?,
+        );
+        let (height, width) = (
+            height.as_primitive::<Int64Type>(),
+            width.as_primitive::<Int64Type>(),
+        );
+        let (masks, boxes) = (as_list(masks), as_list(boxes));
+        let mut builder = OutputBuilder::new();
+        let mut lengths = Vec::with_capacity(rows);
+        for row in 0..rows {
+            if height.is_null(row) || width.is_null(row) {
+                lengths.push(0);
+                continue;
+            }
+            let (Ok(h), Ok(w)) = (
+                u32::try_from(height.value(row)),
+                u32::try_from(width.value(row)),
+            ) else {
+                return exec_err!(
+                    "localize_regions: image size {}x{} is not valid",
+                    width.value(row),
+                    height.value(row)
+                );
+            };
+            let image = ImageInputs {
+                width: w,
+                height: h,
+                masks: masks_of(masks, row, h, w)?,
+                boxes: boxes_of(boxes, row)?,
+            };
+            let located = self.plan.localize(&image);
+            lengths.push(located.len());
+            for region in &located {
+                builder.push(region);
+            }
+        }
+        let values = builder.finish()?;
+        let field = Arc::new(Field::new(
+            "item",
+            DataType::Struct(Self::output_fields()),
+            true,
+        ));
+        let list = ListArray::try_new(
+            field,
+            OffsetBuffer::from_lengths(lengths),
+            Arc::new(values),
+            None,
+        )?;
+        Ok(ColumnarValue::Array(Arc::new(list)))
+    }
+}
