@@ -1,0 +1,5 @@
+//! Integration tests of `cxrlake-llm` against a scripted HTTP server on loopback.
+
+mod batches;
+mod faults;
+mod server;
