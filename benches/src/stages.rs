@@ -1,0 +1,59 @@
+//! Benchmark of the source and localization stages on the synthetic corpus:
+//! synth → ingest → localize, each timed as a whole (wall clock, one run per stage; repeat the
+//! command for medians with `farm-bench`).
+//!
+//! Scale: `STAGES_BENCH_STUDIES` studies (default 2,000 ≈ 3,300 images, ~150 CXAS masks per
+//! frontal image); the corpus and lake go to `STAGES_BENCH_DIR` (default: a temporary folder).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use cxrlake_ingest::{IngestOptions, ingest};
+use cxrlake_lake::Lake;
+use cxrlake_pipeline::localize::{LocalizeOptions, run};
+use cxrlake_refdefs::RefDefs;
+use cxrlake_synth::{SynthOptions, generate};
+
+#[tokio::main]
+#[allow(clippy::print_stdout)]
+async fn main() {
+    let studies: usize = std::env::var("STAGES_BENCH_STUDIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000);
+    let temp = tempfile::tempdir().expect("tempdir");
+    let root = std::env::var("STAGES_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| temp.path().to_path_buf());
+    let corpus = root.join("corpus");
+    let lake_dir = root.join("lake");
+
+    let started = Instant::now();
+    let synth = generate(&SynthOptions::new(studies, 0, &corpus)).expect("synth");
+    let synth_s = started.elapsed().as_secs_f64();
+    println!(
+        "synth    {studies} studies, {} images, {} masks: {synth_s:.2} s ({:.0} studies/s)",
+        synth.images,
+        synth.masks,
+        studies as f64 / synth_s
+    );
+
+    let lake = Lake::open_url(lake_dir.to_str().expect("utf8")).expect("open");
+    lake.init().await.expect("init");
+    let started = Instant::now();
+    let summary = ingest(&lake, &IngestOptions::new(vec![corpus]))
+        .await
+        .expect("ingest");
+    let ingest_s = started.elapsed().as_secs_f64();
+    assert_eq!(summary.quarantined(), 0, "{summary}");
+    println!(
+        "ingest   {studies} studies: {ingest_s:.2} s ({:.0} studies/s)",
+        studies as f64 / ingest_s
+    );
+
+    let defs = RefDefs::embedded().expect("refdefs");
+    let localized = run(&lake, &defs, &LocalizeOptions::default())
+        .await
+        .expect("localize");
+    println!("{localized}");
+}
