@@ -93,6 +93,7 @@ pub fn imagenome_boxes() -> SchemaRef {
 pub fn cxas_masks() -> SchemaRef {
     Arc::new(Schema::new(vec![
         key("image_id"),
+        key("patient_id"),
         key("study_id"),
         Field::new("class_id", DataType::Int32, false),
         key("class_name"),

@@ -105,6 +105,9 @@ pub enum Command {
         /// localize: boxes smaller than this many square pixels are dropped
         #[arg(long, default_value_t = 16.0)]
         min_area: f64,
+        /// localize: patients per chunk (bounds memory; one commit per chunk)
+        #[arg(long, default_value_t = 1_000)]
+        chunk_patients: usize,
         /// Reference definitions folder [default: the embedded definitions]
         #[arg(long, value_name = "DIR")]
         refdefs: Option<PathBuf>,
@@ -173,6 +176,7 @@ impl Cli {
             Command::Run {
                 stage,
                 min_area,
+                chunk_patients,
                 refdefs,
             } => {
                 lake.require_initialized().await?;
@@ -181,6 +185,7 @@ impl Cli {
                     Stage::Localize => {
                         let options = cxrlake_pipeline::localize::LocalizeOptions {
                             min_area: *min_area,
+                            chunk_patients: *chunk_patients,
                         };
                         let summary =
                             cxrlake_pipeline::localize::run(&lake, &defs, &options).await?;

@@ -32,6 +32,8 @@ use crate::writer::{Row, Unit, content_hash};
 pub struct MaskRow {
     /// DICOM id.
     pub image_id: String,
+    /// `p…`.
+    pub patient_id: String,
     /// `s…`.
     pub study_id: String,
     /// CXAS label id.
@@ -65,6 +67,7 @@ impl Row for MaskRow {
 
     fn batch(rows: &[Self]) -> Result<RecordBatch> {
         let mut image_id = StringBuilder::new();
+        let mut patient_id = StringBuilder::new();
         let mut study_id = StringBuilder::new();
         let mut class_id = Int32Builder::new();
         let mut class_name = StringBuilder::new();
@@ -75,6 +78,7 @@ impl Row for MaskRow {
         let mut source_path = StringBuilder::new();
         for row in rows {
             image_id.append_value(&row.image_id);
+            patient_id.append_value(&row.patient_id);
             study_id.append_value(&row.study_id);
             class_id.append_value(row.class_id);
             class_name.append_value(&row.class_name);
@@ -86,6 +90,7 @@ impl Row for MaskRow {
         }
         let columns: Vec<ArrayRef> = vec![
             Arc::new(image_id.finish()),
+            Arc::new(patient_id.finish()),
             Arc::new(study_id.finish()),
             Arc::new(class_id.finish()),
             Arc::new(class_name.finish()),
@@ -181,9 +186,20 @@ enum Counts {
 /// An image of the COCO file, resolved to lake ids.
 struct Image {
     dicom_id: String,
+    patient_id: String,
     study_id: String,
     height: u32,
     width: u32,
+}
+
+/// `p10000032` from `…/p10000032/s50414267.json`, when the file lies in a patient folder.
+fn patient_of_file(file: &InputFile) -> Option<String> {
+    let mut parts = file.rel_path.rsplit('/');
+    parts.next();
+    parts
+        .next()
+        .filter(|folder| folder.starts_with('p'))
+        .and_then(ids::patient_id)
 }
 
 /// `s50414267` from `…/s50414267.json`, when the file is named by study.
@@ -209,23 +225,25 @@ pub fn parse(
             bytes.to_vec(),
         )
     };
-    let (coco_images, categories, annotations): Elements = match serde_json::from_slice::<CocoTyped>(bytes) {
-        Ok(coco) => (
-            coco.images.into_iter().map(Ok).collect(),
-            coco.categories.into_iter().map(Ok).collect(),
-            coco.annotations.into_iter().map(Ok).collect(),
-        ),
-        Err(_) => {
-            let coco: CocoLoose = serde_json::from_slice(bytes).map_err(invalid_json)?;
-            (
-                loose(coco.images, "image"),
-                loose(coco.categories, "category"),
-                loose(coco.annotations, "annotation"),
-            )
-        }
-    };
+    let (coco_images, categories, annotations): Elements =
+        match serde_json::from_slice::<CocoTyped>(bytes) {
+            Ok(coco) => (
+                coco.images.into_iter().map(Ok).collect(),
+                coco.categories.into_iter().map(Ok).collect(),
+                coco.annotations.into_iter().map(Ok).collect(),
+            ),
+            Err(_) => {
+                let coco: CocoLoose = serde_json::from_slice(bytes).map_err(invalid_json)?;
+                (
+                    loose(coco.images, "image"),
+                    loose(coco.categories, "category"),
+                    loose(coco.annotations, "annotation"),
+                )
+            }
+        };
     let content = content_hash(bytes);
     let file_study = study_of_file(file);
+    let file_patient = patient_of_file(file);
     let mut quarantined = Vec::new();
     let reject = |location: String, reason: String, raw: Vec<u8>| {
         Quarantined::new(Target::CxasMasks, &source, location, reason, raw)
@@ -291,6 +309,17 @@ pub fn parse(
             ));
             continue;
         };
+        let Some(patient_id) = known
+            .map(|i| i.patient_id.clone())
+            .or_else(|| file_patient.clone())
+        else {
+            quarantined.push(reject(
+                location,
+                format!("patient of image {dicom_id} is unknown: not in the metadata and the file is not in a pXXXXXXXX folder"),
+                to_json(value),
+            ));
+            continue;
+        };
         let meta_size = known.and_then(|i| Some((i.rows? as u32, i.columns? as u32)));
         let coco_size = image.height.zip(image.width);
         if let (Some(meta), Some(coco)) = (meta_size, coco_size)
@@ -328,6 +357,7 @@ pub fn parse(
             image.id,
             Image {
                 dicom_id,
+                patient_id,
                 study_id,
                 height,
                 width,
@@ -434,6 +464,7 @@ pub fn parse(
             .or_default()
             .push(MaskRow {
                 image_id: image.dicom_id.clone(),
+                patient_id: image.patient_id.clone(),
                 study_id: image.study_id.clone(),
                 class_id: annotation.category_id as i32,
                 class_name,

@@ -43,10 +43,16 @@ async fn synthetic_corpus_is_localized() {
     assert_eq!(summary.quarantined(), 0, "{summary}");
 
     let defs = RefDefs::embedded().expect("refdefs");
-    let localized = run(&lake, &defs, &LocalizeOptions::default())
-        .await
-        .expect("localize");
+    // Small chunks, so that the run spans several commits.
+    let options = LocalizeOptions {
+        chunk_patients: 9,
+        ..LocalizeOptions::default()
+    };
+    let localized = run(&lake, &defs, &options).await.expect("localize");
     let images = scalar_f64(&lake, "SELECT count(*) FROM images").await as usize;
+    let patients = scalar_f64(&lake, "SELECT count(DISTINCT patient_id) FROM images").await;
+    let chunks = (patients / 9.0).ceil();
+    assert!(chunks >= 2.0, "{patients} patients");
     assert_eq!(localized.images, images);
     let regions = defs.regions().filter(|r| r.is_localized()).count();
     assert_eq!(
@@ -120,4 +126,14 @@ async fn synthetic_corpus_is_localized() {
     let stage = commit.stage.expect("stage commit");
     assert_eq!(stage.stage, "localize");
     assert_eq!(stage.fingerprint["refdefs"], defs.fingerprint());
+    assert_eq!(stage.metrics["chunk"], stage.metrics["chunks"]);
+    assert_eq!(stage.metrics["chunks"].as_f64(), Some(chunks));
+
+    // A second run replaces the table rather than adding to it.
+    let again = run(&lake, &defs, &options).await.expect("localize again");
+    assert_eq!(again.rows, localized.rows);
+    assert_eq!(
+        scalar_f64(&lake, "SELECT count(*) FROM region_boxes").await as usize,
+        localized.rows
+    );
 }
