@@ -428,10 +428,13 @@ pub fn parse(
             continue;
         }
         let stats = match &annotation.segmentation.counts {
-            Counts::Compressed(text) => crate::rle::summarize(text, height, width),
-            Counts::Runs(runs) => Rle::new(height, width, runs.clone())
-                .map_err(|e| e.to_string())
-                .and_then(|rle| crate::rle::summarize(&rle.to_compressed_string(), height, width)),
+            Counts::Compressed(text) => cxrlake_masks::summarize(text, height, width),
+            Counts::Runs(runs) => {
+                Rle::new(height, width, runs.clone()).map(|rle| cxrlake_masks::RleSummary {
+                    area: rle.area(),
+                    bbox: rle.bbox(),
+                })
+            }
         };
         let stats = match stats {
             Ok(stats) => stats,

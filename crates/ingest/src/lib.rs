@@ -25,7 +25,6 @@ pub mod imagenome;
 pub mod jpg_csv;
 pub mod quarantine;
 pub mod reports;
-pub mod rle;
 pub mod summary;
 pub mod writer;
 

@@ -18,9 +18,11 @@ mod boxes;
 mod error;
 mod ops;
 mod rle;
+mod summary;
 
 pub use boxes::{
     BBox, box_area, box_clamp, box_intersection, box_iop, box_iot, box_iou, box_union,
 };
 pub use error::{MaskError, Result};
-pub use rle::{Rle, decode_counts, encode_counts};
+pub use rle::{CountsDecoder, Rle, decode_counts, encode_counts};
+pub use summary::{RleSummary, summarize};

@@ -232,15 +232,47 @@ pub fn encode_counts(counts: &[u32]) -> String {
 
 /// Compressed string → run lengths (pycocotools `rleFrString`).
 pub fn decode_counts(text: &str) -> Result<Vec<u32>> {
-    let malformed = |reason: String| MaskError::MalformedCounts { reason };
-    let bytes = text.as_bytes();
-    let mut counts: Vec<u32> = Vec::with_capacity(bytes.len());
-    let mut p = 0usize;
-    while p < bytes.len() {
+    let mut counts = Vec::with_capacity(text.len());
+    for run in CountsDecoder::new(text) {
+        counts.push(run?);
+    }
+    Ok(counts)
+}
+
+/// The run lengths of a compressed counts string, decoded one at a time without allocating
+/// (pycocotools `rleFrString`); stops after the first error.
+#[derive(Debug, Clone)]
+pub struct CountsDecoder<'a> {
+    bytes: &'a [u8],
+    p: usize,
+    index: usize,
+    /// The runs two and one places back (the string stores later runs as deltas).
+    older: i64,
+    previous: i64,
+    failed: bool,
+}
+
+impl<'a> CountsDecoder<'a> {
+    /// A decoder over `text`.
+    pub fn new(text: &'a str) -> Self {
+        Self {
+            bytes: text.as_bytes(),
+            p: 0,
+            index: 0,
+            older: 0,
+            previous: 0,
+            failed: false,
+        }
+    }
+
+    fn value(&mut self) -> Result<u32> {
+        let malformed = |reason: String| MaskError::MalformedCounts { reason };
         let mut value: i64 = 0;
         let mut shift = 0u32;
         loop {
-            let byte = *bytes
+            let p = self.p;
+            let byte = *self
+                .bytes
                 .get(p)
                 .ok_or_else(|| malformed("the string ends inside a value".to_owned()))?;
             let chunk = byte
@@ -257,7 +289,7 @@ pub fn decode_counts(text: &str) -> Result<Vec<u32>> {
                 return Err(malformed(format!("value too long at byte {p}")));
             }
             value |= (chunk & 0x1f) << shift;
-            p += 1;
+            self.p += 1;
             shift += 5;
             if chunk & 0x20 == 0 {
                 if chunk & 0x10 != 0 {
@@ -266,18 +298,32 @@ pub fn decode_counts(text: &str) -> Result<Vec<u32>> {
                 break;
             }
         }
-        if counts.len() > 2 {
-            value += i64::from(counts[counts.len() - 2]);
+        if self.index > 2 {
+            value += self.older;
         }
         let run = u32::try_from(value).map_err(|_| {
             malformed(format!(
                 "run {} has length {value}, outside 0..=4294967295",
-                counts.len()
+                self.index
             ))
         })?;
-        counts.push(run);
+        (self.older, self.previous) = (self.previous, i64::from(run));
+        self.index += 1;
+        Ok(run)
     }
-    Ok(counts)
+}
+
+impl Iterator for CountsDecoder<'_> {
+    type Item = Result<u32>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed || self.p >= self.bytes.len() {
+            return None;
+        }
+        let run = self.value();
+        self.failed = run.is_err();
+        Some(run)
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use cxrlake_masks::{BBox, Rle};
+use cxrlake_masks::{BBox, Rle, RleSummary, summarize};
 use cxrlake_schemas::types::{bbox_type, list_of};
 use datafusion::arrow::array::{
     Array, ArrayRef, FixedSizeListArray, FixedSizeListBuilder, Float32Builder, Float64Array,
@@ -268,21 +268,32 @@ impl<'a> MaskReader<'a> {
 
     /// The mask at `row`; `None` if any of its three values is NULL.
     pub(crate) fn get(&self, row: usize) -> Result<Option<Rle>> {
+        self.read(row, Rle::from_compressed_string)
+    }
+
+    /// Area and box of the mask at `row` without decoding its runs; `None` as for [`Self::get`].
+    pub(crate) fn summary(&self, row: usize) -> Result<Option<RleSummary>> {
+        self.read(row, summarize)
+    }
+
+    fn read<T>(
+        &self,
+        row: usize,
+        parse: impl Fn(&str, u32, u32) -> cxrlake_masks::Result<T>,
+    ) -> Result<Option<T>> {
         if self.counts.is_null(row) || self.heights.is_null(row) || self.widths.is_null(row) {
             return Ok(None);
         }
         let height = self.size("height", self.heights.value(row))?;
         let width = self.size("width", self.widths.value(row))?;
         let text = self.counts.value(row);
-        Rle::from_compressed_string(text, height, width)
-            .map(Some)
-            .map_err(|err| {
-                exec_datafusion_err!(
-                    "{}: bad mask counts '{}' for a {height}x{width} image: {err}",
-                    self.name,
-                    abbreviate(text)
-                )
-            })
+        parse(text, height, width).map(Some).map_err(|err| {
+            exec_datafusion_err!(
+                "{}: bad mask counts '{}' for a {height}x{width} image: {err}",
+                self.name,
+                abbreviate(text)
+            )
+        })
     }
 
     fn size(&self, what: &str, value: i64) -> Result<u32> {

@@ -55,7 +55,7 @@ impl ScalarUDFImpl for MaskAreaFunc {
         let rows = Rows::new(&args)?;
         let masks = MaskReader::new(self.name(), &rows.arrays)?;
         let areas = (0..masks.len())
-            .map(|row| Ok(masks.get(row)?.map(|mask| mask.area() as i64)))
+            .map(|row| Ok(masks.summary(row)?.map(|mask| mask.area as i64)))
             .collect::<Result<Int64Array>>()?;
         rows.finish(Arc::new(areas))
     }

@@ -54,7 +54,7 @@ impl ScalarUDFImpl for MaskBboxFunc {
         let rows = Rows::new(&args)?;
         let masks = MaskReader::new(self.name(), &rows.arrays)?;
         let boxes = (0..masks.len())
-            .map(|row| Ok(masks.get(row)?.and_then(|mask| mask.bbox())))
+            .map(|row| Ok(masks.summary(row)?.and_then(|mask| mask.bbox)))
             .collect::<Result<Vec<_>>>()?;
         rows.finish(box_array(boxes)?)
     }
