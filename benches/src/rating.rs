@@ -5,7 +5,6 @@
 //! ratings drawn in the release's proportions; median of 5 runs, rows per second.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use cxrlake_schemas::{Rating, rating_field};
 use datafusion::arrow::array::{Int8Array, RecordBatch, StringArray};
@@ -93,19 +92,7 @@ async fn main() {
         ),
     ];
     for (label, sql) in queries {
-        let mut times = Vec::new();
-        for _ in 0..5 {
-            let started = Instant::now();
-            ctx.sql(sql)
-                .await
-                .expect("plan")
-                .collect()
-                .await
-                .expect("run");
-            times.push(started.elapsed().as_secs_f64());
-        }
-        times.sort_by(f64::total_cmp);
-        let median = times[2];
+        let median = cxrlake_benches::median_seconds(&ctx, sql, 5).await;
         println!(
             "{label:<38} {:>8.1} ms  {:>7.1} M rows/s",
             median * 1e3,

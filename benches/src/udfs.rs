@@ -8,8 +8,8 @@
 //! are the functions' cost, not Parquet decoding.
 
 use std::sync::Arc;
-use std::time::Instant;
 
+use cxrlake_benches::median_seconds;
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
 use cxrlake_refdefs::RefDefs;
@@ -149,20 +149,4 @@ async fn count(ctx: &SessionContext, sql: &str) -> usize {
         .await
         .expect("run");
     batches[0].column(0).as_primitive::<Int64Type>().value(0) as usize
-}
-
-async fn median_seconds(ctx: &SessionContext, sql: &str, runs: usize) -> f64 {
-    let mut times = Vec::with_capacity(runs);
-    for _ in 0..runs.max(1) {
-        let started = Instant::now();
-        ctx.sql(sql)
-            .await
-            .expect("plan")
-            .collect()
-            .await
-            .expect("run");
-        times.push(started.elapsed().as_secs_f64());
-    }
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
 }

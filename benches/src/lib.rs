@@ -1,0 +1,22 @@
+//! Helpers shared by the benchmark binaries in this folder.
+
+use std::time::Instant;
+
+use datafusion::prelude::SessionContext;
+
+/// Median wall time in seconds of running `sql` to completion `runs` times (at least once).
+pub async fn median_seconds(ctx: &SessionContext, sql: &str, runs: usize) -> f64 {
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs.max(1) {
+        let started = Instant::now();
+        ctx.sql(sql)
+            .await
+            .expect("plan")
+            .collect()
+            .await
+            .expect("run");
+        times.push(started.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
