@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
-use crate::types::{bbox, key, text};
+use crate::types::{bbox, key, text, text_list};
 
 /// `reports`: one row per report file (key: study_id).
 pub fn reports() -> SchemaRef {
@@ -76,7 +76,8 @@ pub fn chexpert_labels() -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-/// `imagenome_boxes`: Chest ImaGenome silver boxes in original pixels (key: image_id, bbox_name).
+/// `imagenome_boxes`: Chest ImaGenome silver boxes in original pixels with the attribute labels
+/// (`category|polarity|name`) and phrases the scene graph gives the box (key: image_id, bbox_name).
 pub fn imagenome_boxes() -> SchemaRef {
     Arc::new(Schema::new(vec![
         key("image_id"),
@@ -85,6 +86,8 @@ pub fn imagenome_boxes() -> SchemaRef {
         key("bbox_name"),
         bbox("bbox"),
         Field::new("clamped", DataType::Boolean, false),
+        text_list("attributes"),
+        text_list("phrases"),
         text("source_path"),
     ]))
 }

@@ -1,6 +1,7 @@
 //! Chest ImaGenome silver scene graphs (`<dicom_id>_SceneGraph.json`, in a folder or a zip):
 //! one `imagenome_boxes` row per object, from `bbox_name` and `original_x1..original_y2`
-//! (original pixels), clamped to the image size from the metadata (`clamped` says so).
+//! (original pixels), clamped to the image size from the metadata (`clamped` says so), with the
+//! attribute labels and phrases of the scene graph's `attributes` entry for the same `bbox_name`.
 //!
 //! ImaGenome's `original_width`/`original_height` are the *box's* size, not the image's, so
 //! when the metadata does not know the image, boxes are only clamped at 0.
@@ -8,7 +9,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanBuilder, RecordBatch, StringBuilder};
+use arrow::array::{ArrayRef, BooleanBuilder, ListBuilder, RecordBatch, StringBuilder};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -35,6 +36,10 @@ pub struct BoxRow {
     pub bbox: [f32; 4],
     /// Whether clamping moved the box.
     pub clamped: bool,
+    /// Attribute labels (`anatomicalfinding|yes|lung opacity`), deduplicated, in file order.
+    pub attributes: Vec<String>,
+    /// Report phrases the attributes come from.
+    pub phrases: Vec<String>,
     /// Path of the scene graph within its input.
     pub source_path: String,
 }
@@ -48,6 +53,8 @@ impl Row for BoxRow {
 
     fn approx_bytes(&self) -> usize {
         160 + self.source_path.len()
+            + self.attributes.iter().map(String::len).sum::<usize>()
+            + self.phrases.iter().map(String::len).sum::<usize>()
     }
 
     fn batch(rows: &[Self]) -> Result<RecordBatch> {
@@ -56,6 +63,8 @@ impl Row for BoxRow {
         let mut study_id = StringBuilder::new();
         let mut bbox_name = StringBuilder::new();
         let mut clamped = BooleanBuilder::new();
+        let mut attributes = ListBuilder::new(StringBuilder::new());
+        let mut phrases = ListBuilder::new(StringBuilder::new());
         let mut source_path = StringBuilder::new();
         for row in rows {
             image_id.append_value(&row.image_id);
@@ -63,6 +72,8 @@ impl Row for BoxRow {
             study_id.append_value(&row.study_id);
             bbox_name.append_value(&row.bbox_name);
             clamped.append_value(row.clamped);
+            attributes.append_value(row.attributes.iter().map(Some));
+            phrases.append_value(row.phrases.iter().map(Some));
             source_path.append_value(&row.source_path);
         }
         let columns: Vec<ArrayRef> = vec![
@@ -72,6 +83,8 @@ impl Row for BoxRow {
             Arc::new(bbox_name.finish()),
             box_column(rows.iter().map(|r| Some(r.bbox))),
             Arc::new(clamped.finish()),
+            Arc::new(attributes.finish()),
+            Arc::new(phrases.finish()),
             Arc::new(source_path.finish()),
         ];
         Ok(RecordBatch::try_new(
@@ -88,6 +101,65 @@ struct SceneGraph {
     study_id: Option<Value>,
     #[serde(default)]
     objects: Vec<Value>,
+    #[serde(default)]
+    attributes: Vec<Value>,
+}
+
+/// Attribute labels and phrases of one box.
+#[derive(Debug, Default)]
+struct BoxAttributes {
+    labels: Vec<String>,
+    phrases: Vec<String>,
+}
+
+/// The scene graph's `attributes` entries by `bbox_name`: `attributes` is a list (one per phrase)
+/// of label lists, flattened and deduplicated here. An entry of the wrong shape is quarantined.
+fn box_attributes(
+    entries: &[Value],
+    reject: impl Fn(String, String, &Value) -> Quarantined,
+    quarantined: &mut Vec<Quarantined>,
+) -> HashMap<String, BoxAttributes> {
+    let strings = |value: Option<&Value>| -> Option<Vec<String>> {
+        value
+            .unwrap_or(&Value::Array(Vec::new()))
+            .as_array()?
+            .iter()
+            .map(|v| v.as_str().map(str::to_string))
+            .collect()
+    };
+    let mut by_box: HashMap<String, BoxAttributes> = HashMap::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let location = format!("attributes[{index}]");
+        let Some(name) = entry.get("bbox_name").and_then(Value::as_str) else {
+            quarantined.push(reject(
+                location,
+                "attribute entry has no bbox_name".into(),
+                entry,
+            ));
+            continue;
+        };
+        let labels: Option<Vec<Vec<String>>> = entry
+            .get("attributes")
+            .unwrap_or(&Value::Array(Vec::new()))
+            .as_array()
+            .and_then(|lists| lists.iter().map(|list| strings(Some(list))).collect());
+        let (Some(labels), Some(phrases)) = (labels, strings(entry.get("phrases"))) else {
+            quarantined.push(reject(
+                location,
+                format!("attributes of '{name}' are not lists of strings"),
+                entry,
+            ));
+            continue;
+        };
+        let target = by_box.entry(name.to_string()).or_default();
+        for label in labels.into_iter().flatten() {
+            if !target.labels.contains(&label) {
+                target.labels.push(label);
+            }
+        }
+        target.phrases.extend(phrases);
+    }
+    by_box
 }
 
 fn id_text(value: &Option<Value>) -> String {
@@ -172,6 +244,19 @@ pub fn parse(
         rows: Vec::with_capacity(graph.objects.len()),
         quarantined: Vec::new(),
     };
+    let mut attributes = box_attributes(
+        &graph.attributes,
+        |location, reason, raw| {
+            Quarantined::new(
+                Target::ImagenomeBoxes,
+                &source,
+                location,
+                reason,
+                serde_json::to_vec(raw).unwrap_or_default(),
+            )
+        },
+        &mut unit.quarantined,
+    );
     let mut names = HashSet::new();
     for (index, object) in graph.objects.iter().enumerate() {
         let location = format!("objects[{index}]");
@@ -223,6 +308,14 @@ pub fn parse(
             bbox_name: name.to_string(),
             bbox,
             clamped,
+            attributes: attributes
+                .get_mut(name)
+                .map(|a| std::mem::take(&mut a.labels))
+                .unwrap_or_default(),
+            phrases: attributes
+                .get_mut(name)
+                .map(|a| std::mem::take(&mut a.phrases))
+                .unwrap_or_default(),
             source_path: file.rel_path.clone(),
         });
     }

@@ -92,10 +92,31 @@ async fn synthetic_corpus_round_trips_with_nothing_quarantined() {
         count(
             &lake,
             "SELECT count(*) FROM cxas_masks m JOIN images i USING (image_id) \
-             WHERE m.height = i.\"rows\" AND m.width = i.\"columns\" AND m.study_id = i.study_id AND m.area > 0"
+             WHERE m.height = i.\"rows\" AND m.width = i.\"columns\" AND m.study_id = i.study_id \
+             AND m.patient_id = i.patient_id AND m.area > 0"
         )
         .await,
         n(synth.masks)
+    );
+    // Scene-graph attributes reach their boxes: abnormal studies have labelled boxes with the
+    // report phrases they come from, every label is `category|polarity|name`.
+    assert!(
+        count(
+            &lake,
+            "SELECT count(*) FROM imagenome_boxes WHERE cardinality(attributes) > 0 \
+             AND cardinality(phrases) > 0"
+        )
+        .await
+            > 0
+    );
+    assert_eq!(
+        count(
+            &lake,
+            "SELECT count(*) FROM (SELECT unnest(attributes) AS a FROM imagenome_boxes) \
+             WHERE a NOT LIKE '%|%|%'"
+        )
+        .await,
+        0
     );
 }
 
