@@ -265,10 +265,23 @@ impl<'a> CountsDecoder<'a> {
         }
     }
 
+    #[inline]
     fn value(&mut self) -> Result<u32> {
         let malformed = |reason: String| MaskError::MalformedCounts { reason };
         let mut value: i64 = 0;
         let mut shift = 0u32;
+        // Fast path: a value that fits one character (no continuation bit), most runs of the
+        // first and second position and most deltas.
+        if let Some(chunk) = self.bytes.get(self.p).map(|b| b.wrapping_sub(48))
+            && chunk < 0x20
+        {
+            self.p += 1;
+            value = i64::from(chunk & 0x1f);
+            if chunk & 0x10 != 0 {
+                value |= -1i64 << 5;
+            }
+            return self.finish(value);
+        }
         loop {
             let p = self.p;
             let byte = *self
@@ -298,6 +311,13 @@ impl<'a> CountsDecoder<'a> {
                 break;
             }
         }
+        self.finish(value)
+    }
+
+    /// Undoes the delta coding of runs after the second and checks the range.
+    #[inline]
+    fn finish(&mut self, mut value: i64) -> Result<u32> {
+        let malformed = |reason: String| MaskError::MalformedCounts { reason };
         if self.index > 2 {
             value += self.older;
         }
@@ -316,6 +336,7 @@ impl<'a> CountsDecoder<'a> {
 impl Iterator for CountsDecoder<'_> {
     type Item = Result<u32>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed || self.p >= self.bytes.len() {
             return None;
