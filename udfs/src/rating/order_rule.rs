@@ -4,8 +4,9 @@
 //! coercion, the rule rewrites, for such columns only:
 //!
 //! ```text
-//! rating >= 'A'                  →  rating_rank(rating) >= 4      (also <, <=, >)
-//! rating BETWEEN 'B' AND 'A+'    →  rating_rank(rating) BETWEEN 3 AND 5
+//! rating >= 'A'                  →  rating IN ('A++', 'A+', 'A')  (also <, <=, >)
+//! rating BETWEEN 'B' AND 'A+'    →  rating IN ('A+', 'A', 'B')
+//! rating >= other_rating         →  rating_rank(rating) >= rating_rank(other_rating)
 //! ORDER BY rating                →  ORDER BY rating_rank(rating)
 //! MIN(rating) / MAX(rating)      →  rating_min(rating) / rating_max(rating)   (name kept)
 //! rating = 'a+' / IN ('A', 'B')  →  literals checked and written canonically ('A+')
@@ -110,6 +111,11 @@ impl RatingOrderRule {
                 if is_comparison(op)
                     && (self.is_rating(&left, schema) || self.is_rating(&right, schema)) =>
             {
+                if is_ordering(op)
+                    && let Some(set) = literal_comparison(&left, op, &right, schema, self)?
+                {
+                    return Ok(Transformed::yes(set));
+                }
                 let (left, right) = if is_ordering(op) {
                     (self.ranked(*left, schema)?, self.ranked(*right, schema)?)
                 } else {
@@ -127,6 +133,13 @@ impl RatingOrderRule {
                 low,
                 high,
             }) if self.is_rating(&expr, schema) => {
+                if let (Some(low), Some(high)) = (string_literal(&low), string_literal(&high)) {
+                    let (low, high) = (parse_literal(low)?.rank(), parse_literal(high)?.rank());
+                    let set = ratings_where(|rank| (low..=high).contains(&rank));
+                    return Ok(Transformed::yes(Expr::InList(InList::new(
+                        expr, set, negated,
+                    ))));
+                }
                 Ok(Transformed::yes(Expr::Between(Between::new(
                     Box::new(self.ranked(*expr, schema)?),
                     negated,
@@ -188,6 +201,49 @@ impl RatingOrderRule {
             Rating::valid_values()
         )
     }
+}
+
+/// `rating <op> 'A'` (either side) as `rating IN (...)` of the ratings that satisfy it: a
+/// string set lookup, several times faster than ranking every row. `None` when neither side is
+/// a literal.
+fn literal_comparison(
+    left: &Expr,
+    op: Operator,
+    right: &Expr,
+    schema: &DFSchema,
+    rule: &RatingOrderRule,
+) -> Result<Option<Expr>> {
+    let (column, op, literal) = match (string_literal(left), string_literal(right)) {
+        (None, Some(text)) if rule.is_rating(left, schema) => (left, op, text),
+        (Some(text), None) if rule.is_rating(right, schema) => {
+            let Some(swapped) = op.swap() else {
+                return Ok(None);
+            };
+            (right, swapped, text)
+        }
+        _ => return Ok(None),
+    };
+    let bound = parse_literal(literal)?.rank();
+    let keep = |rank: i8| match op {
+        Operator::Lt => rank < bound,
+        Operator::LtEq => rank <= bound,
+        Operator::Gt => rank > bound,
+        _ => rank >= bound,
+    };
+    Ok(Some(Expr::InList(InList::new(
+        Box::new(column.clone()),
+        ratings_where(keep),
+        false,
+    ))))
+}
+
+/// The ratings whose rank satisfies `keep`, as string literals.
+fn ratings_where(keep: impl Fn(i8) -> bool) -> Vec<Expr> {
+    Rating::ALL
+        .into_iter()
+        .filter(|rating| keep(rating.rank()))
+        .map(|rating| Expr::Literal(ScalarValue::Utf8(Some(rating.as_str().to_string())), None))
+        .collect()
 }
 
 /// Checks a rating literal and writes it in canonical form; other expressions pass through.
