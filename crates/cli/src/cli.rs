@@ -106,7 +106,7 @@ pub enum Command {
         #[arg(long, default_value_t = 16.0)]
         min_area: f64,
         /// localize: patients per chunk (bounds memory; one commit per chunk)
-        #[arg(long, default_value_t = 1_000)]
+        #[arg(long, default_value_t = 500)]
         chunk_patients: usize,
         /// Reference definitions folder [default: the embedded definitions]
         #[arg(long, value_name = "DIR")]

@@ -43,7 +43,7 @@ impl Default for LocalizeOptions {
     fn default() -> Self {
         Self {
             min_area: 16.0,
-            chunk_patients: 1_000,
+            chunk_patients: 500,
         }
     }
 }
