@@ -180,13 +180,11 @@ pub async fn run(
 
 /// `(first, last)` patient ids of consecutive chunks of `per_chunk` patients, in id order.
 async fn patient_ranges(ctx: &SessionContext, per_chunk: usize) -> Result<Vec<(String, String)>> {
-    let batches = ctx
-        .sql("SELECT DISTINCT patient_id FROM images ORDER BY patient_id")
-        .await
-        .map_err(|e| PipelineError::query(STAGE, e))?
-        .collect()
-        .await
-        .map_err(|e| PipelineError::query(STAGE, e))?;
+    let batches = collect(
+        ctx,
+        "SELECT DISTINCT patient_id FROM images ORDER BY patient_id",
+    )
+    .await?;
     let mut ids = Vec::new();
     for batch in &batches {
         let column = cast(batch.column(0), &DataType::Utf8)
@@ -230,13 +228,7 @@ async fn localize_chunk(
         ctx.register_table(table, view.into_view())
             .map_err(|e| PipelineError::query(STAGE, e))?;
     }
-    let batches = ctx
-        .sql(SQL)
-        .await
-        .map_err(|e| PipelineError::query(STAGE, e))?
-        .collect()
-        .await
-        .map_err(|e| PipelineError::query(STAGE, e))?;
+    let batches = collect(&ctx, SQL).await?;
     batches
         .iter()
         .filter(|b| b.num_rows() > 0)
@@ -244,14 +236,18 @@ async fn localize_chunk(
         .collect()
 }
 
-async fn count(ctx: &SessionContext, sql: &str) -> Result<usize> {
-    let batches = ctx
-        .sql(sql)
+/// Runs `sql` to completion.
+async fn collect(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {
+    ctx.sql(sql)
         .await
         .map_err(|e| PipelineError::query(STAGE, e))?
         .collect()
         .await
-        .map_err(|e| PipelineError::query(STAGE, e))?;
+        .map_err(|e| PipelineError::query(STAGE, e))
+}
+
+async fn count(ctx: &SessionContext, sql: &str) -> Result<usize> {
+    let batches = collect(ctx, sql).await?;
     Ok(batches
         .first()
         .and_then(|b| b.column(0).as_primitive_opt::<Int64Type>())
