@@ -4,4 +4,3 @@ mod bad_input;
 mod common;
 mod idempotency;
 mod round_trip;
-mod throughput;
