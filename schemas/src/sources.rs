@@ -47,7 +47,26 @@ pub fn splits() -> SchemaRef {
     ]))
 }
 
-/// The 14 CheXpert/NegBio label columns, in the CSV's order, snake-cased.
+/// The 14 label column names of `mimic-cxr-2.0.0-chexpert.csv` / `-negbio.csv`, in file order.
+pub const CHEXPERT_CSV_COLUMNS: [&str; 14] = [
+    "Atelectasis",
+    "Cardiomegaly",
+    "Consolidation",
+    "Edema",
+    "Enlarged Cardiomediastinum",
+    "Fracture",
+    "Lung Lesion",
+    "Lung Opacity",
+    "No Finding",
+    "Pleural Effusion",
+    "Pleural Other",
+    "Pneumonia",
+    "Pneumothorax",
+    "Support Devices",
+];
+
+/// The 14 CheXpert/NegBio label columns of `chexpert_labels`: [`CHEXPERT_CSV_COLUMNS`],
+/// snake-cased.
 pub const CHEXPERT_LABELS: [&str; 14] = [
     "atelectasis",
     "cardiomegaly",

@@ -301,6 +301,7 @@ pub fn parse(
                 (floored, floored != raw)
             }
         };
+        let BoxAttributes { labels, phrases } = attributes.remove(name).unwrap_or_default();
         unit.rows.push(BoxRow {
             image_id: image_id.clone(),
             patient_id: patient_id.clone(),
@@ -308,14 +309,8 @@ pub fn parse(
             bbox_name: name.to_string(),
             bbox,
             clamped,
-            attributes: attributes
-                .get_mut(name)
-                .map(|a| std::mem::take(&mut a.labels))
-                .unwrap_or_default(),
-            phrases: attributes
-                .get_mut(name)
-                .map(|a| std::mem::take(&mut a.phrases))
-                .unwrap_or_default(),
+            attributes: labels,
+            phrases,
             source_path: file.rel_path.clone(),
         });
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use arrow::array::{
     ArrayRef, BooleanBuilder, Float32Builder, Int32Builder, RecordBatch, StringBuilder,
 };
-use cxrlake_schemas::sources::CHEXPERT_LABELS;
+use cxrlake_schemas::sources::{CHEXPERT_CSV_COLUMNS, CHEXPERT_LABELS};
 use flate2::read::MultiGzDecoder;
 
 use crate::discover::{FileReader, InputFile, Labeler, Location};
@@ -230,23 +230,6 @@ pub const METADATA_COLUMNS: &[&str] = &[
 ];
 /// Columns the split CSV must have.
 pub const SPLIT_COLUMNS: &[&str] = &["dicom_id", "study_id", "subject_id", "split"];
-/// The label CSVs' column names, in [`CHEXPERT_LABELS`] order.
-pub const LABEL_COLUMNS: [&str; 14] = [
-    "Atelectasis",
-    "Cardiomegaly",
-    "Consolidation",
-    "Edema",
-    "Enlarged Cardiomediastinum",
-    "Fracture",
-    "Lung Lesion",
-    "Lung Opacity",
-    "No Finding",
-    "Pleural Effusion",
-    "Pleural Other",
-    "Pneumonia",
-    "Pneumothorax",
-    "Support Devices",
-];
 
 /// `images.view` of a `ViewPosition`: `frontal` for PA/AP and their variants (`AP AXIAL`,
 /// `PA LLD`, …), `lateral` for `LATERAL`/`LL` (and `XTABLE LATERAL`), otherwise none.
@@ -500,7 +483,7 @@ pub fn label_row(
 ) -> std::result::Result<LabelRow, String> {
     let (patient_id, study_id) = ids_of(input, row)?;
     let mut labels = [None; 14];
-    for (slot, column) in labels.iter_mut().zip(LABEL_COLUMNS) {
+    for (slot, column) in labels.iter_mut().zip(CHEXPERT_CSV_COLUMNS) {
         let value = field(input, row, column);
         *slot = match value {
             "" => None,
@@ -583,7 +566,7 @@ mod tests {
 
     #[test]
     fn label_columns_snake_case_to_schema() {
-        for (column, label) in LABEL_COLUMNS.iter().zip(CHEXPERT_LABELS) {
+        for (column, label) in CHEXPERT_CSV_COLUMNS.iter().zip(CHEXPERT_LABELS) {
             assert_eq!(column.to_ascii_lowercase().replace(' ', "_"), label);
         }
     }

@@ -315,27 +315,13 @@ impl<'a> Run<'a> {
 
     async fn flush_full(&mut self) -> Result<()> {
         let (lake, fingerprint) = (self.lake, &self.fingerprint);
-        if self.reports.is_full() {
-            self.reports.flush(lake, fingerprint).await?;
-        }
-        if self.images.is_full() {
-            self.images.flush(lake, fingerprint).await?;
-        }
-        if self.splits.is_full() {
-            self.splits.flush(lake, fingerprint).await?;
-        }
-        if self.labels.is_full() {
-            self.labels.flush(lake, fingerprint).await?;
-        }
-        if self.boxes.is_full() {
-            self.boxes.flush(lake, fingerprint).await?;
-        }
-        if self.masks.is_full() {
-            self.masks.flush(lake, fingerprint).await?;
-        }
-        if self.quarantine.is_full() {
-            self.quarantine.flush(lake, fingerprint).await?;
-        }
+        self.reports.flush_if_full(lake, fingerprint).await?;
+        self.images.flush_if_full(lake, fingerprint).await?;
+        self.splits.flush_if_full(lake, fingerprint).await?;
+        self.labels.flush_if_full(lake, fingerprint).await?;
+        self.boxes.flush_if_full(lake, fingerprint).await?;
+        self.masks.flush_if_full(lake, fingerprint).await?;
+        self.quarantine.flush_if_full(lake, fingerprint).await?;
         Ok(())
     }
 
@@ -418,7 +404,7 @@ impl<'a> Run<'a> {
 
     async fn label_csv(&mut self, file: &InputFile, labeler: Labeler) -> Result<()> {
         let mut required = vec!["subject_id", "study_id"];
-        required.extend(jpg_csv::LABEL_COLUMNS);
+        required.extend(cxrlake_schemas::sources::CHEXPERT_CSV_COLUMNS);
         self.csv(
             file,
             Target::ChexpertLabels,

@@ -120,8 +120,16 @@ impl<R: Row> Sink<R> {
     }
 
     /// Whether the pending rows should be committed now.
-    pub fn is_full(&self) -> bool {
+    fn is_full(&self) -> bool {
         self.pending.len() >= self.max_rows || self.pending_bytes >= self.max_bytes
+    }
+
+    /// Flushes when a chunk is full (see [`Sink::is_full`]).
+    pub async fn flush_if_full(&mut self, lake: &Lake, fingerprint: &Value) -> Result<()> {
+        if self.is_full() {
+            self.flush(lake, fingerprint).await?;
+        }
+        Ok(())
     }
 
     /// Commits the pending rows (nothing when there are none).

@@ -21,7 +21,7 @@ pub const SPLIT_HEADER: &str = "dicom_id,study_id,subject_id,split";
 /// Header of `mimic-cxr-2.0.0-chexpert.csv.gz` and `mimic-cxr-2.0.0-negbio.csv.gz`.
 pub fn labels_header() -> String {
     let mut header = String::from("subject_id,study_id");
-    for column in crate::vocab::CHEXPERT_COLUMNS {
+    for column in crate::vocab::CHEXPERT_CSV_COLUMNS {
         header.push(',');
         header.push_str(column);
     }

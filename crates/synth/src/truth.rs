@@ -104,17 +104,20 @@ pub fn chexpert_column(finding: &str) -> Option<&'static str> {
         .then_some("Support Devices")
 }
 
-/// Labels in [`vocab::CHEXPERT_COLUMNS`] order (None = not mentioned → blank cell).
+/// Labels in [`vocab::CHEXPERT_CSV_COLUMNS`] order (None = not mentioned → blank cell).
 ///
 /// Several statements of one column combine as positive > uncertain > negative. `No Finding`
 /// is 1.0 when no column other than `Support Devices` is positive or uncertain.
 pub fn chexpert_labels(study: &StudyTruth) -> Vec<Option<Label>> {
-    let mut labels: Vec<Option<Label>> = vec![None; vocab::CHEXPERT_COLUMNS.len()];
+    let mut labels: Vec<Option<Label>> = vec![None; vocab::CHEXPERT_CSV_COLUMNS.len()];
     for f in &study.findings {
         let Some(column) = chexpert_column(&f.finding) else {
             continue;
         };
-        let Some(idx) = vocab::CHEXPERT_COLUMNS.iter().position(|c| *c == column) else {
+        let Some(idx) = vocab::CHEXPERT_CSV_COLUMNS
+            .iter()
+            .position(|c| *c == column)
+        else {
             continue;
         };
         let label = statement_label(f);
@@ -122,14 +125,14 @@ pub fn chexpert_labels(study: &StudyTruth) -> Vec<Option<Label>> {
             labels[idx] = Some(label);
         }
     }
-    let abnormal = vocab::CHEXPERT_COLUMNS
+    let abnormal = vocab::CHEXPERT_CSV_COLUMNS
         .iter()
         .zip(&labels)
         .any(|(col, label)| {
             *col != "Support Devices" && matches!(label, Some(Label::Positive | Label::Uncertain))
         });
     if !abnormal
-        && let Some(idx) = vocab::CHEXPERT_COLUMNS
+        && let Some(idx) = vocab::CHEXPERT_CSV_COLUMNS
             .iter()
             .position(|c| *c == "No Finding")
     {
@@ -172,7 +175,7 @@ mod tests {
         };
         let labels = chexpert_labels(&study);
         let get = |c: &str| {
-            labels[vocab::CHEXPERT_COLUMNS
+            labels[vocab::CHEXPERT_CSV_COLUMNS
                 .iter()
                 .position(|x| *x == c)
                 .expect("column")]

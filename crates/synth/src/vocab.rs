@@ -769,22 +769,7 @@ pub const NORMAL_IMPRESSIONS: &[&str] = &[
 ];
 
 /// CheXpert / NegBio columns, in file order.
-pub const CHEXPERT_COLUMNS: &[&str] = &[
-    "Atelectasis",
-    "Cardiomegaly",
-    "Consolidation",
-    "Edema",
-    "Enlarged Cardiomediastinum",
-    "Fracture",
-    "Lung Lesion",
-    "Lung Opacity",
-    "No Finding",
-    "Pleural Effusion",
-    "Pleural Other",
-    "Pneumonia",
-    "Pneumothorax",
-    "Support Devices",
-];
+pub use cxrlake_schemas::sources::CHEXPERT_CSV_COLUMNS;
 
 /// Indications: (text, finding the indication asks about).
 pub const INDICATIONS: &[(&str, Option<&str>)] = &[
@@ -856,7 +841,7 @@ mod tests {
                 }
             }
             if let Some(col) = f.chexpert {
-                assert!(CHEXPERT_COLUMNS.contains(&col));
+                assert!(CHEXPERT_CSV_COLUMNS.contains(&col));
             }
         }
         for d in DEVICES {

@@ -112,7 +112,7 @@ impl RatingOrderRule {
                     && (self.is_rating(&left, schema) || self.is_rating(&right, schema)) =>
             {
                 if is_ordering(op)
-                    && let Some(set) = literal_comparison(&left, op, &right, schema, self)?
+                    && let Some(set) = self.literal_comparison(&left, op, &right, schema)?
                 {
                     return Ok(Transformed::yes(set));
                 }
@@ -181,6 +181,40 @@ impl RatingOrderRule {
         }
     }
 
+    /// `rating <op> 'A'` (either side) as `rating IN (...)` of the ratings that satisfy it: a
+    /// string set lookup, several times faster than ranking every row. `None` when neither side is
+    /// a literal.
+    fn literal_comparison(
+        &self,
+        left: &Expr,
+        op: Operator,
+        right: &Expr,
+        schema: &DFSchema,
+    ) -> Result<Option<Expr>> {
+        let (column, op, literal) = match (string_literal(left), string_literal(right)) {
+            (None, Some(text)) if self.is_rating(left, schema) => (left, op, text),
+            (Some(text), None) if self.is_rating(right, schema) => {
+                let Some(swapped) = op.swap() else {
+                    return Ok(None);
+                };
+                (right, swapped, text)
+            }
+            _ => return Ok(None),
+        };
+        let bound = parse_literal(literal)?.rank();
+        let keep = |rank: i8| match op {
+            Operator::Lt => rank < bound,
+            Operator::LtEq => rank <= bound,
+            Operator::Gt => rank > bound,
+            _ => rank >= bound,
+        };
+        Ok(Some(Expr::InList(InList::new(
+            Box::new(column.clone()),
+            ratings_where(keep),
+            false,
+        ))))
+    }
+
     /// The rank of a rating literal, or `rating_rank(expr)` for anything else.
     fn ranked(&self, expr: Expr, schema: &DFSchema) -> Result<Expr> {
         if let Some(text) = string_literal(&expr) {
@@ -201,40 +235,6 @@ impl RatingOrderRule {
             Rating::valid_values()
         )
     }
-}
-
-/// `rating <op> 'A'` (either side) as `rating IN (...)` of the ratings that satisfy it: a
-/// string set lookup, several times faster than ranking every row. `None` when neither side is
-/// a literal.
-fn literal_comparison(
-    left: &Expr,
-    op: Operator,
-    right: &Expr,
-    schema: &DFSchema,
-    rule: &RatingOrderRule,
-) -> Result<Option<Expr>> {
-    let (column, op, literal) = match (string_literal(left), string_literal(right)) {
-        (None, Some(text)) if rule.is_rating(left, schema) => (left, op, text),
-        (Some(text), None) if rule.is_rating(right, schema) => {
-            let Some(swapped) = op.swap() else {
-                return Ok(None);
-            };
-            (right, swapped, text)
-        }
-        _ => return Ok(None),
-    };
-    let bound = parse_literal(literal)?.rank();
-    let keep = |rank: i8| match op {
-        Operator::Lt => rank < bound,
-        Operator::LtEq => rank <= bound,
-        Operator::Gt => rank > bound,
-        _ => rank >= bound,
-    };
-    Ok(Some(Expr::InList(InList::new(
-        Box::new(column.clone()),
-        ratings_where(keep),
-        false,
-    ))))
 }
 
 /// The ratings whose rank satisfies `keep`, as string literals.

@@ -63,7 +63,7 @@ fn csv_headers_and_ids() {
         assert_eq!(header[..2], ["subject_id", "study_id"]);
         assert_eq!(
             header[2..],
-            vocab::CHEXPERT_COLUMNS
+            vocab::CHEXPERT_CSV_COLUMNS
                 .iter()
                 .map(|c| c.to_string())
                 .collect::<Vec<_>>()
