@@ -1,0 +1,3 @@
+mod parse;
+mod prompts;
+mod rules;
