@@ -1,5 +1,5 @@
-//! Benchmark of the source and localization stages on the synthetic corpus:
-//! synth → ingest → localize, each timed as a whole (wall clock, one run per stage; repeat the
+//! Benchmark of the source, localization and extraction stages on the synthetic corpus:
+//! synth → ingest → localize → extract (rules backend), each timed as a whole (wall clock, one run per stage; repeat the
 //! command for medians with `farm-bench`).
 //!
 //! Scale: `STAGES_BENCH_STUDIES` studies (default 2,000 ≈ 3,300 images, ~150 CXAS masks per
@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
+use cxrlake_pipeline::extract::{self, ExtractOptions};
 use cxrlake_pipeline::localize::{LocalizeOptions, run};
 use cxrlake_refdefs::RefDefs;
 use cxrlake_synth::{SynthOptions, generate};
@@ -56,4 +57,9 @@ async fn main() {
         .await
         .expect("localize");
     println!("{localized}");
+
+    let extracted = extract::run(&lake, &defs, &ExtractOptions::default())
+        .await
+        .expect("extract");
+    println!("{extracted}");
 }

@@ -17,9 +17,10 @@ pub fn llm_calls() -> SchemaRef {
         text("endpoint"),
         text("model"),
         text("prompt_version"),
-        text("request"),
         text("response"),
         text("error"),
+        text("finish_reason"),
+        Field::new("attempts", DataType::Int32, true),
         Field::new("prompt_tokens", DataType::Int64, true),
         Field::new("completion_tokens", DataType::Int64, true),
         Field::new("latency_ms", DataType::Float64, true),
@@ -31,7 +32,8 @@ pub fn llm_calls() -> SchemaRef {
     ]))
 }
 
-/// `sentences`: sentence nodes (paper D.1) with their cluster (key: study_id, sent_id).
+/// `sentences`: sentence nodes (paper D.1) with their merge links and cluster
+/// (key: study_id, sent_id).
 pub fn sentences() -> SchemaRef {
     Arc::new(Schema::new(vec![
         key("patient_id"),
@@ -40,12 +42,14 @@ pub fn sentences() -> SchemaRef {
         text("section"),
         text("section_type"),
         text("sentence"),
+        text_list("merge_with"),
         text("cluster_id"),
         key("extractor"),
     ]))
 }
 
-/// `indications`: the indication extracted per study (key: study_id).
+/// `indications`: the indication extracted per study (listing 5; key: study_id). A study whose
+/// extraction output could not be parsed has a row with `parse_error` set and empty fields.
 pub fn indications() -> SchemaRef {
     Arc::new(Schema::new(vec![
         key("patient_id"),
@@ -55,13 +59,15 @@ pub fn indications() -> SchemaRef {
         text("indication"),
         text("evaluation"),
         text_list("associated_sentence_ids"),
-        text("answer_summary_sentence"),
+        text("answer_for_indication"),
         text("parse_error"),
         key("extractor"),
     ]))
 }
 
-/// `observations_raw`: observations as extracted, before mapping (key: study_id, obs_id).
+/// `observations_raw`: observations as extracted from one sentence cluster (listing 3), before
+/// mapping; children are rows with `parent_obs_id` and `child_type` (key: study_id, obs_id).
+/// Clusters whose output could not be parsed have no rows and a `quarantine` row.
 pub fn observations_raw() -> SchemaRef {
     Arc::new(Schema::new(vec![
         key("patient_id"),
@@ -69,6 +75,7 @@ pub fn observations_raw() -> SchemaRef {
         key("obs_id"),
         text("parent_obs_id"),
         text("child_type"),
+        key("cluster_id"),
         text("name"),
         text("entity"),
         text("probability"),
@@ -78,7 +85,6 @@ pub fn observations_raw() -> SchemaRef {
         text_list("regions"),
         text_list("modifiers"),
         text_list("sent_ids"),
-        text("parse_error"),
         key("extractor"),
     ]))
 }

@@ -5,6 +5,7 @@
 //! and the rating-order rule, so any SQL over the lake sees the same semantics.
 
 pub mod boxes;
+pub mod extract;
 pub mod localize;
 pub mod rating;
 

@@ -43,6 +43,9 @@ pub struct Cli {
 pub enum Stage {
     /// region_boxes from images, cxas_masks and imagenome_boxes (sql/localize.sql)
     Localize,
+    /// sentences, observations_raw and indications from reports (sql/extract.sql); rules
+    /// backend unless an LLM endpoint is given
+    Extract,
 }
 
 /// `cxrlake` commands.
@@ -111,6 +114,9 @@ pub enum Command {
         /// Reference definitions folder [default: the embedded definitions]
         #[arg(long, value_name = "DIR")]
         refdefs: Option<PathBuf>,
+        /// LLM backend options (extract)
+        #[command(flatten)]
+        llm: LlmArgs,
     },
     /// Reference definitions: check, diff, stats, dataset_info.json, load into the lake
     Refdefs {
@@ -118,8 +124,8 @@ pub enum Command {
         #[command(subcommand)]
         command: RefdefsCommand,
     },
-    /// The main job on embedded defaults: synthetic corpus → ingest → localize → summary (the
-    /// stages after localize are still open issues)
+    /// The main job on embedded defaults: synthetic corpus → ingest → localize → extract →
+    /// summary (the stages after extract are still open issues)
     Demo(DemoOptions),
 }
 
@@ -178,6 +184,7 @@ impl Cli {
                 min_area,
                 chunk_patients,
                 refdefs,
+                llm,
             } => {
                 lake.require_initialized().await?;
                 let defs = crate::refdefs::load_defs(refdefs.as_deref())?;
@@ -189,6 +196,12 @@ impl Cli {
                         };
                         let summary =
                             cxrlake_pipeline::localize::run(&lake, &defs, &options).await?;
+                        say(out, format_args!("{summary}"))
+                    }
+                    Stage::Extract => {
+                        let options = llm.extract_options(lake.settings(), !self.quiet)?;
+                        let summary =
+                            cxrlake_pipeline::extract::run(&lake, &defs, &options).await?;
                         say(out, format_args!("{summary}"))
                     }
                 }
@@ -394,8 +407,8 @@ async fn synth(options: cxrlake_synth::SynthOptions) -> Result<cxrlake_synth::Sy
         .map_err(CliError::from)
 }
 
-/// The main job on the embedded defaults: synthetic corpus → ingest → localize → summary. The
-/// stages after localize are open issues, so the job stops there and says so.
+/// The main job on the embedded defaults: synthetic corpus → ingest → localize → extract (rules)
+/// → summary. The stages after extract are open issues, so the job stops there and says so.
 async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result<()> {
     let started = std::time::Instant::now();
     init(lake, out).await?;
@@ -446,6 +459,15 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
         ),
     )?;
 
+    let extract = cxrlake_pipeline::extract::ExtractOptions::default();
+    say(
+        out,
+        format_args!(
+            "{}\n",
+            cxrlake_pipeline::extract::run(lake, &defs, &extract).await?
+        ),
+    )?;
+
     say(out, format_args!("lake tables:"))?;
     tables(lake, out).await?;
     say(
@@ -457,6 +479,16 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
                  FROM region_boxes r JOIN images i USING (image_id) WHERE i.is_frontal \
                  GROUP BY 1 ORDER BY 2 DESC";
     sql(lake, query, Format::Table, None, out).await?;
+    say(
+        out,
+        format_args!("\nextracted observations by probability (rules backend):"),
+    )?;
+    let query = "SELECT probability, count(*) AS observations, \
+                 count(DISTINCT study_id) AS studies, \
+                 round(100.0 * count(*) / sum(count(*)) OVER (), 1) AS percent \
+                 FROM observations_raw WHERE parent_obs_id IS NULL \
+                 GROUP BY 1 ORDER BY 2 DESC";
+    sql(lake, query, Format::Table, None, out).await?;
     say(out, format_args!("\nreference vocabulary by category:"))?;
     let query = "SELECT category, count(*) AS findings, sum(array_length(synonyms)) AS synonyms \
                  FROM ref_findings GROUP BY category ORDER BY category";
@@ -464,7 +496,7 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
     say(
         out,
         format_args!(
-            "\nnot yet built (open issues): extract, map, graph, qa, judge, grade.\ndone in {:.1} s",
+            "\nnot yet built (open issues): map, graph, qa, judge, grade.\ndone in {:.1} s",
             started.elapsed().as_secs_f64()
         ),
     )
@@ -483,6 +515,111 @@ fn existing_corpus(dir: &std::path::Path) -> Result<Option<(u64, u64)>> {
         ))
     })?;
     Ok(value["studies"].as_u64().zip(value["seed"].as_u64()))
+}
+
+/// LLM backend flags; each overrides its `cxrlake.llm_*` configuration key.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct LlmArgs {
+    /// OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (vLLM, llama.cpp server,
+    /// Ollama); without it the rules backend runs [config: llm_endpoint]
+    #[arg(long, value_name = "URL")]
+    pub llm_endpoint: Option<String>,
+    /// Model name sent to the endpoint [config: llm_model]
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Requests in flight at once [config: llm_concurrency]
+    #[arg(long, value_name = "N")]
+    pub llm_concurrency: Option<usize>,
+    /// Seconds one request may take, queueing at the server included [config:
+    /// llm_request_timeout]
+    #[arg(long, value_name = "SECONDS")]
+    pub llm_timeout: Option<u64>,
+    /// Environment variable holding the API key [config: llm_api_key_env]
+    #[arg(long, value_name = "VAR")]
+    pub llm_api_key_env: Option<String>,
+    /// Stop after this many HTTP requests; answered ones are cached, a re-run resumes
+    #[arg(long, value_name = "N")]
+    pub llm_max_requests: Option<u64>,
+    /// Allow an endpoint outside loopback/private networks: only for endpoints approved for
+    /// PHI [config: allow_remote_llm]
+    #[arg(long)]
+    pub allow_remote_llm: bool,
+    /// Prompts folder [default: the embedded prompts/]
+    #[arg(long, value_name = "DIR")]
+    pub prompts: Option<PathBuf>,
+}
+
+impl LlmArgs {
+    /// The extract options these flags and `settings` ask for.
+    fn extract_options(
+        &self,
+        settings: &Settings,
+        progress: bool,
+    ) -> Result<cxrlake_pipeline::extract::ExtractOptions> {
+        use cxrlake_pipeline::extract::{Backend, ExtractOptions};
+        let config = &settings.cxrlake;
+        let endpoint = self
+            .llm_endpoint
+            .clone()
+            .unwrap_or(config.llm_endpoint.clone());
+        let prompts = match &self.prompts {
+            Some(dir) => Some(
+                cxrlake_extract::prompts::Prompts::load(dir)
+                    .map_err(|e| CliError::Usage(format!("--prompts {}: {e}", dir.display())))?,
+            ),
+            None => None,
+        };
+        if endpoint.is_empty() {
+            if self.model.is_some() || self.prompts.is_some() {
+                return Err(CliError::Usage(
+                    "--model and --prompts need --llm-endpoint URL (without it the rules backend runs)"
+                        .into(),
+                ));
+            }
+            return Ok(ExtractOptions::default());
+        }
+        let url = url::Url::parse(&endpoint)
+            .map_err(|e| e.to_string())
+            .and_then(|url| match url.scheme() {
+                "http" | "https" => Ok(url),
+                scheme => Err(format!("scheme '{scheme}' is not http or https")),
+            })
+            .map_err(|e| {
+                CliError::Usage(format!(
+                    "--llm-endpoint '{endpoint}': {e}; expected e.g. http://127.0.0.1:8000/v1"
+                ))
+            })?;
+        let model = self.model.clone().unwrap_or(config.llm_model.clone());
+        if model.is_empty() {
+            return Err(CliError::Usage(
+                "--llm-endpoint needs --model NAME (the model the server serves)".into(),
+            ));
+        }
+        let mut llm = cxrlake_llm::LlmConfig::new(url, model);
+        llm.concurrency = self
+            .llm_concurrency
+            .unwrap_or(config.llm_concurrency)
+            .max(1);
+        llm.allow_remote = self.allow_remote_llm || config.allow_remote_llm;
+        let timeout = self.llm_timeout.unwrap_or(config.llm_request_timeout);
+        if timeout == 0 {
+            return Err(CliError::Usage(
+                "--llm-timeout must be at least 1 second".into(),
+            ));
+        }
+        llm.request_timeout = std::time::Duration::from_secs(timeout);
+        let key_env = self
+            .llm_api_key_env
+            .clone()
+            .unwrap_or(config.llm_api_key_env.clone());
+        llm.api_key_env = (!key_env.is_empty()).then_some(key_env);
+        llm.total_budget.max_requests = self.llm_max_requests;
+        Ok(ExtractOptions {
+            backend: Backend::Llm(Box::new(llm)),
+            prompts,
+            progress,
+        })
+    }
 }
 
 /// Options of the main job.
@@ -506,9 +643,13 @@ fn init_logging(cli: &Cli) {
         (false, 1) => "info",
         _ => "debug",
     };
-    // delta-kernel logs "not a table" probes at ERROR level; cxrlake reports those itself.
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(format!("{level},buoyant_kernel::snapshot=off")));
+    // delta-kernel logs "not a table" probes at ERROR level, and delta-rs warns that it keeps no
+    // statistics for binary columns (quarantine.raw); cxrlake reports what matters itself.
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        EnvFilter::new(format!(
+            "{level},buoyant_kernel::snapshot=off,deltalake_core::writer::stats=error"
+        ))
+    });
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

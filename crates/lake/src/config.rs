@@ -22,6 +22,18 @@ extensions_options! {
         pub seed: u64, default = 0
         /// Allow LLM endpoints outside loopback and private networks (MIMIC text is PHI).
         pub allow_remote_llm: bool, default = false
+        /// OpenAI-compatible base URL of the LLM backend, e.g. http://127.0.0.1:8000/v1; empty
+        /// means the rules backend.
+        pub llm_endpoint: String, default = String::new()
+        /// Model name sent to the LLM endpoint (part of every cache key).
+        pub llm_model: String, default = String::new()
+        /// LLM requests kept in flight at once.
+        pub llm_concurrency: usize, default = 16
+        /// Seconds one LLM request may take, queueing at the server included; a slow CPU server
+        /// answering long prompts needs more.
+        pub llm_request_timeout: u64, default = 120
+        /// Environment variable holding the LLM API key, if the server needs one (never logged).
+        pub llm_api_key_env: String, default = String::new()
         /// Rows per record batch in stage plans.
         pub batch_size: usize, default = 8192
     }

@@ -26,6 +26,49 @@ pub enum PipelineError {
         /// What differs.
         reason: String,
     },
+    /// A statement of a stage's SQL failed.
+    #[error("stage {stage}, statement '{statement}': {source}")]
+    Statement {
+        /// Stage name.
+        stage: &'static str,
+        /// The `-- @step` / `-- @table` name of the statement.
+        statement: String,
+        /// Underlying error.
+        source: Box<datafusion::error::DataFusionError>,
+    },
+    /// A stage's SQL file is malformed.
+    #[error("{file}: {reason}")]
+    Sql {
+        /// The SQL file.
+        file: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The LLM client cannot be set up (refused endpoint, bad configuration, missing key).
+    #[error(transparent)]
+    Llm(#[from] cxrlake_llm::LlmError),
+    /// Every LLM call of an extraction step failed; nothing was committed.
+    #[error(
+        "every LLM call of step '{step}' failed ({calls} calls; first: {first}); no table was \
+         changed. Check that the server at --llm-endpoint is up and serves --model; answered \
+         calls are cached, so a re-run resumes"
+    )]
+    LlmUnavailable {
+        /// The `-- @step` of the stage SQL.
+        step: String,
+        /// Failed calls.
+        calls: usize,
+        /// The first error.
+        first: String,
+    },
+    /// The local journal of LLM answers cannot be read or written.
+    #[error("LLM answer journal {path}: {reason}; check the folder's permissions and free space")]
+    Journal {
+        /// The journal file.
+        path: String,
+        /// The I/O error.
+        reason: String,
+    },
 }
 
 impl PipelineError {

@@ -3,6 +3,10 @@
 //! with a fingerprint of what it was computed from.
 
 pub mod error;
+pub mod extract;
+mod llm_calls;
 pub mod localize;
+mod stage;
 
 pub use error::{PipelineError, Result};
+pub use llm_calls::LakeCache;

@@ -15,12 +15,13 @@ use cxrlake_refdefs::RefDefs;
 use cxrlake_udfs::localize::LocalizeRegionsFunc;
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::prelude::{SessionContext, col, lit};
 use serde_json::json;
 
 use crate::error::{PipelineError, Result};
+use crate::stage::{collect, conform, count, sql_hash};
 
 /// Stage name (= SQL file name = module name).
 pub const STAGE: &str = "localize";
@@ -75,46 +76,6 @@ impl std::fmt::Display for LocalizeSummary {
     }
 }
 
-/// Casts a stage result to the table's schema (Delta reads strings as views, lists keep their
-/// field names, …) so that every stage writes exactly the declared types.
-pub(crate) fn conform(
-    stage: &'static str,
-    table: &'static str,
-    batch: &RecordBatch,
-) -> Result<RecordBatch> {
-    let schema = cxrlake_schemas::table(table)
-        .map(|t| (t.schema)())
-        .ok_or_else(|| PipelineError::Schema {
-            stage,
-            table,
-            reason: "unknown table".into(),
-        })?;
-    let columns = schema
-        .fields()
-        .iter()
-        .map(|field| {
-            let column =
-                batch
-                    .column_by_name(field.name())
-                    .ok_or_else(|| PipelineError::Schema {
-                        stage,
-                        table,
-                        reason: format!("missing column {}", field.name()),
-                    })?;
-            cast(column, field.data_type()).map_err(|e| PipelineError::Schema {
-                stage,
-                table,
-                reason: format!("column {}: {e}", field.name()),
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    RecordBatch::try_new(schema, columns).map_err(|e| PipelineError::Schema {
-        stage,
-        table,
-        reason: e.to_string(),
-    })
-}
-
 /// Runs the stage over the whole lake and replaces `region_boxes`.
 pub async fn run(
     lake: &Lake,
@@ -123,7 +84,7 @@ pub async fn run(
 ) -> Result<LocalizeSummary> {
     let started = Instant::now();
     let ctx = lake.session().await?;
-    let images = count(&ctx, "SELECT count(*) FROM images").await?;
+    let images = count(&ctx, STAGE, "SELECT count(*) FROM images").await?;
     let patients = patient_ranges(&ctx, options.chunk_patients.max(1)).await?;
     let mut inputs = serde_json::Map::new();
     for table in INPUTS {
@@ -134,7 +95,7 @@ pub async fn run(
         "inputs": inputs,
         "refdefs": defs.fingerprint(),
         "min_area": options.min_area,
-        "sql": sql_hash(),
+        "sql": sql_hash(SQL),
         "code": env!("CARGO_PKG_VERSION"),
     });
     let udf = ScalarUDF::from(LocalizeRegionsFunc::new(defs, options.min_area));
@@ -182,6 +143,7 @@ pub async fn run(
 async fn patient_ranges(ctx: &SessionContext, per_chunk: usize) -> Result<Vec<(String, String)>> {
     let batches = collect(
         ctx,
+        STAGE,
         "SELECT DISTINCT patient_id FROM images ORDER BY patient_id",
     )
     .await?;
@@ -228,35 +190,10 @@ async fn localize_chunk(
         ctx.register_table(table, view.into_view())
             .map_err(|e| PipelineError::query(STAGE, e))?;
     }
-    let batches = collect(&ctx, SQL).await?;
+    let batches = collect(&ctx, STAGE, SQL).await?;
     batches
         .iter()
         .filter(|b| b.num_rows() > 0)
         .map(|b| conform(STAGE, "region_boxes", b))
         .collect()
-}
-
-/// Runs `sql` to completion.
-async fn collect(ctx: &SessionContext, sql: &str) -> Result<Vec<RecordBatch>> {
-    ctx.sql(sql)
-        .await
-        .map_err(|e| PipelineError::query(STAGE, e))?
-        .collect()
-        .await
-        .map_err(|e| PipelineError::query(STAGE, e))
-}
-
-async fn count(ctx: &SessionContext, sql: &str) -> Result<usize> {
-    let batches = collect(ctx, sql).await?;
-    Ok(batches
-        .first()
-        .and_then(|b| b.column(0).as_primitive_opt::<Int64Type>())
-        .map(|a| a.value(0))
-        .unwrap_or(0) as usize)
-}
-
-/// A short content hash of the stage SQL, part of the fingerprint.
-fn sql_hash() -> String {
-    use sha2::Digest;
-    hex::encode(&sha2::Sha256::digest(SQL.as_bytes())[..8])
 }

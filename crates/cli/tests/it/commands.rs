@@ -296,3 +296,74 @@ fn synth_is_deterministic_and_checks_its_flags() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("--cxas-fraction"), "{}", stderr(&bad));
 }
+
+#[test]
+fn run_extract_flags_are_checked_before_any_work() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = dir.path().join("lake");
+    assert!(cxrlake(&lake, &["init"]).status.success());
+
+    let model_only = cxrlake(&lake, &["run", "extract", "--model", "m"]);
+    assert_eq!(model_only.status.code(), Some(2), "{}", stderr(&model_only));
+    assert!(
+        stderr(&model_only).contains("need --llm-endpoint"),
+        "{}",
+        stderr(&model_only)
+    );
+
+    let no_model = cxrlake(
+        &lake,
+        &["run", "extract", "--llm-endpoint", "http://127.0.0.1:9/v1"],
+    );
+    assert_eq!(no_model.status.code(), Some(2), "{}", stderr(&no_model));
+    assert!(
+        stderr(&no_model).contains("needs --model"),
+        "{}",
+        stderr(&no_model)
+    );
+
+    let bad_url = cxrlake(
+        &lake,
+        &[
+            "run",
+            "extract",
+            "--llm-endpoint",
+            "localhost:8000",
+            "--model",
+            "m",
+        ],
+    );
+    assert_eq!(bad_url.status.code(), Some(2), "{}", stderr(&bad_url));
+    assert!(
+        stderr(&bad_url).contains("expected e.g. http://"),
+        "{}",
+        stderr(&bad_url)
+    );
+
+    let remote = cxrlake(
+        &lake,
+        &[
+            "run",
+            "extract",
+            "--llm-endpoint",
+            "http://203.0.113.7:8000/v1",
+            "--model",
+            "m",
+        ],
+    );
+    assert_eq!(remote.status.code(), Some(1), "{}", stderr(&remote));
+    assert!(
+        stderr(&remote).contains("--allow-remote-llm"),
+        "{}",
+        stderr(&remote)
+    );
+
+    // The rules backend over an empty lake writes empty tables.
+    let rules = cxrlake(&lake, &["run", "extract"]);
+    assert!(rules.status.success(), "{}", stderr(&rules));
+    assert!(
+        stdout(&rules).contains("extract (rules-1): 0 reports"),
+        "{}",
+        stdout(&rules)
+    );
+}

@@ -1,1 +1,3 @@
+mod extract;
+mod llm_server;
 mod localize;

@@ -1,0 +1,339 @@
+//! The `extract` stage (`sql/extract.sql`): `sentences`, `observations_raw` and `indications`
+//! from `reports`, with the rules backend (default) or an OpenAI-compatible LLM.
+//!
+//! The SQL file is a sequence of statements, each headed by `-- @step <name>` (the result becomes
+//! an in-memory table of that name) or `-- @table <name>` (the result is also written to the lake
+//! table, replacing it). With the LLM backend every answer is journaled locally and committed to
+//! `llm_calls` as it arrives, so a killed run re-run with the same settings sends no request that
+//! was already answered.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cxrlake_extract::prompts::Prompts;
+use cxrlake_extract::rules::{RULES_VERSION, RulesExtractor};
+use cxrlake_lake::{Lake, StageCommit};
+use cxrlake_llm::{CallStats, LlmClient, LlmConfig};
+use cxrlake_refdefs::RefDefs;
+use cxrlake_udfs::extract::CALL_FAILED;
+use cxrlake_udfs::extract::{Naming, llm_functions, rules_functions};
+use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
+use datafusion::scalar::ScalarValue;
+use serde_json::json;
+
+use crate::error::{PipelineError, Result};
+use crate::llm_calls::LakeCache;
+use crate::stage::{conform, count, sql_hash};
+
+/// Stage name (= SQL file name = module name).
+pub const STAGE: &str = "extract";
+/// The stage's SQL.
+pub const SQL: &str = include_str!("../../../sql/extract.sql");
+
+/// Which backend extracts.
+#[derive(Debug, Clone, Default)]
+pub enum Backend {
+    /// The rule-based backend (no LLM).
+    #[default]
+    Rules,
+    /// An OpenAI-compatible server.
+    Llm(Box<LlmConfig>),
+}
+
+/// Options of the extract stage.
+#[derive(Debug, Clone, Default)]
+pub struct ExtractOptions {
+    /// The backend.
+    pub backend: Backend,
+    /// Prompts of the LLM backend (the embedded ones when `None`).
+    pub prompts: Option<Prompts>,
+    /// Show a progress bar for LLM calls.
+    pub progress: bool,
+}
+
+/// What an extract run did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExtractSummary {
+    /// The `extractor` value of every row.
+    pub extractor: String,
+    /// Reports read.
+    pub reports: usize,
+    /// Rows written per table, in statement order.
+    pub rows: Vec<(String, usize)>,
+    /// Extraction outputs that failed (quarantined).
+    pub failures: usize,
+    /// LLM call accounting (`None` for the rules backend).
+    pub llm: Option<CallStats>,
+    /// Wall time in seconds.
+    pub seconds: f64,
+}
+
+impl ExtractSummary {
+    /// Rows written to `table`.
+    pub fn rows_of(&self, table: &str) -> usize {
+        self.rows
+            .iter()
+            .find(|(name, _)| name == table)
+            .map_or(0, |(_, rows)| *rows)
+    }
+}
+
+impl std::fmt::Display for ExtractSummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "extract ({}): {} reports in {:.1} s ({}): {} sentences, {} raw observations, {} indications, {} failures",
+            self.extractor,
+            self.reports,
+            self.seconds,
+            throughput(self.reports, self.seconds),
+            self.rows_of("sentences"),
+            self.rows_of("observations_raw"),
+            self.rows_of("indications"),
+            self.failures,
+        )?;
+        if let Some(stats) = &self.llm {
+            write!(
+                f,
+                "; LLM: {} requests, {} from llm_calls, {} sent, {} retries, {} failed, {} prompt + {} completion tokens",
+                stats.requested,
+                stats.cache_hits,
+                stats.sent,
+                stats.retries,
+                stats.failures,
+                stats.prompt_tokens,
+                stats.completion_tokens
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// `N reports/s`, or `N s/report` when slower than one per second.
+fn throughput(reports: usize, seconds: f64) -> String {
+    let per_second = reports as f64 / seconds.max(1e-9);
+    if per_second >= 1.0 || reports == 0 {
+        format!("{per_second:.0} reports/s")
+    } else {
+        format!("{:.1} s/report", seconds / reports as f64)
+    }
+}
+
+/// One statement of the stage SQL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Statement {
+    /// The name its result is registered under.
+    pub name: String,
+    /// Whether the result is written to the lake table `name`.
+    pub is_table: bool,
+    /// The SQL text.
+    pub sql: String,
+}
+
+/// Splits a stage SQL file into its `-- @step` / `-- @table` statements.
+pub fn statements(sql: &str) -> Result<Vec<Statement>> {
+    let mut out: Vec<Statement> = Vec::new();
+    for line in sql.lines() {
+        let header = line.trim().strip_prefix("-- @");
+        if let Some(header) = header {
+            let (kind, name) = header.split_once(' ').unwrap_or((header, ""));
+            let is_table = match kind {
+                "step" => false,
+                "table" => true,
+                _ => return Err(sql_error(format!("unknown header '-- @{header}'"))),
+            };
+            let name = name.trim();
+            if name.is_empty() {
+                return Err(sql_error(format!("header '-- @{header}' has no name")));
+            }
+            out.push(Statement {
+                name: name.to_string(),
+                is_table,
+                sql: String::new(),
+            });
+        } else if let Some(statement) = out.last_mut() {
+            statement.sql.push_str(line);
+            statement.sql.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+fn sql_error(reason: String) -> PipelineError {
+    PipelineError::Sql {
+        file: format!("sql/{STAGE}.sql"),
+        reason,
+    }
+}
+
+/// Runs the stage over every report and replaces its tables.
+pub async fn run(lake: &Lake, defs: &RefDefs, options: &ExtractOptions) -> Result<ExtractSummary> {
+    let started = Instant::now();
+    let ctx = lake.session().await?;
+    let rules = Arc::new(RulesExtractor::new(defs));
+    let (functions, extractor, client, prompts_version) = match &options.backend {
+        Backend::Rules => (
+            rules_functions(&rules, Naming::Step),
+            RULES_VERSION.to_string(),
+            None,
+            None,
+        ),
+        Backend::Llm(config) => {
+            let prompts = Arc::new(options.prompts.clone().unwrap_or_else(Prompts::embedded));
+            let cache = LakeCache::open(lake, config.endpoint.as_str(), &config.model).await?;
+            let client = Arc::new(
+                LlmClient::new(config.as_ref().clone())?
+                    .with_cache(cache)
+                    .with_prompt_version(prompts.version())
+                    .with_progress(options.progress),
+            );
+            let extractor = format!("llm:{}@prompts-{}", config.model, prompts.version());
+            (
+                llm_functions(&client, &prompts, Naming::Step),
+                extractor,
+                Some(client),
+                Some(prompts.version().to_string()),
+            )
+        }
+    };
+    for function in functions {
+        ctx.register_udf(function);
+    }
+    let reports = lake.table("reports").await?.version();
+    let fingerprint = json!({
+        "inputs": { "reports": reports },
+        "refdefs": defs.fingerprint(),
+        "extractor": extractor,
+        "prompts": prompts_version,
+        "sql": sql_hash(SQL),
+        "code": env!("CARGO_PKG_VERSION"),
+    });
+    let report_count = count(&ctx, STAGE, "SELECT count(*) FROM reports").await?;
+    let mut rows = Vec::new();
+    let mut failures = 0;
+    for statement in statements(SQL)? {
+        let (schema, batches) = run_statement(&ctx, &statement, &extractor).await?;
+        let rows_written: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        if client.is_some() {
+            refuse_if_every_call_failed(&statement.name, &batches)?;
+        }
+        register(&ctx, &statement.name, schema, &batches)?;
+        if !statement.is_table {
+            continue;
+        }
+        let table: &'static str = cxrlake_schemas::table(&statement.name)
+            .map(|t| t.name)
+            .ok_or_else(|| sql_error(format!("@table {} is not a lake table", statement.name)))?;
+        let mut batches = batches
+            .iter()
+            .filter(|b| b.num_rows() > 0)
+            .map(|b| conform(STAGE, table, b))
+            .collect::<Result<Vec<_>>>()?;
+        if batches.is_empty() {
+            let schema = cxrlake_schemas::table(table).map(|t| (t.schema)());
+            batches.extend(schema.map(RecordBatch::new_empty));
+        }
+        if table == "quarantine" {
+            failures = count(
+                &ctx,
+                STAGE,
+                "SELECT count(*) FROM quarantine WHERE stage = 'extract'",
+            )
+            .await?;
+        }
+        let commit = StageCommit::new(STAGE)
+            .with_fingerprint(fingerprint.clone())
+            .with_metrics(json!({ "reports": report_count, "rows": rows_written }));
+        lake.write(table)
+            .overwrite()
+            .commit(commit)
+            .execute(batches)
+            .await?;
+        rows.push((statement.name.clone(), rows_written));
+    }
+    let llm = client.as_ref().map(|client| client.stats());
+    Ok(ExtractSummary {
+        extractor,
+        reports: report_count,
+        rows,
+        failures,
+        llm,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Runs one statement; returns its schema with its batches (there may be none).
+async fn run_statement(
+    ctx: &SessionContext,
+    statement: &Statement,
+    extractor: &str,
+) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+    let query = |e| PipelineError::Statement {
+        stage: STAGE,
+        statement: statement.name.clone(),
+        source: Box::new(e),
+    };
+    let frame = ctx.sql(&statement.sql).await.map_err(query)?;
+    let frame = if statement.sql.contains("$extractor") {
+        frame
+            .with_param_values(vec![("extractor", ScalarValue::from(extractor))])
+            .map_err(query)?
+    } else {
+        frame
+    };
+    let planned = Arc::new(frame.schema().as_arrow().clone());
+    let batches = frame.collect().await.map_err(query)?;
+    // Executed batches may differ from the plan in nullability; theirs is what a MemTable needs.
+    let schema = batches.first().map_or(planned, RecordBatch::schema);
+    Ok((schema, batches))
+}
+
+/// Fails when every row of a step's result (`r.error`) is a failed LLM call: the endpoint is down
+/// or misconfigured, and committing would replace earlier results with empty tables.
+fn refuse_if_every_call_failed(step: &str, batches: &[RecordBatch]) -> Result<()> {
+    let (mut rows, mut failed, mut first) = (0, 0, None);
+    for batch in batches {
+        let Some(errors) = batch
+            .column_by_name("r")
+            .and_then(|r| r.as_struct_opt())
+            .and_then(|r| r.column_by_name("error"))
+            .and_then(|e| e.as_string_opt::<i32>())
+        else {
+            return Ok(());
+        };
+        rows += batch.num_rows();
+        for error in errors.iter().flatten() {
+            if error.starts_with(CALL_FAILED) {
+                failed += 1;
+                first.get_or_insert_with(|| error.to_string());
+            }
+        }
+    }
+    match first {
+        Some(first) if failed == rows => Err(PipelineError::LlmUnavailable {
+            step: step.to_string(),
+            calls: failed,
+            first,
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Registers `batches` as the in-memory table `name`, shadowing a lake table of that name.
+fn register(
+    ctx: &SessionContext,
+    name: &str,
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<()> {
+    let table = MemTable::try_new(schema, vec![batches.to_vec()])
+        .map_err(|e| PipelineError::query(STAGE, e))?;
+    ctx.deregister_table(name)
+        .map_err(|e| PipelineError::query(STAGE, e))?;
+    ctx.register_table(name, Arc::new(table))
+        .map_err(|e| PipelineError::query(STAGE, e))?;
+    Ok(())
+}

@@ -1,0 +1,378 @@
+//! The lake-backed LLM response cache: table `llm_calls`, one row per answered request.
+//!
+//! Every outcome is appended to a local journal (one JSON line, written before the next request
+//! is answered), so a killed run loses nothing that was answered; `flush` commits the journal to
+//! `llm_calls` and empties it, and `open` first commits what a killed run left in it. Answers and
+//! HTTP 4xx outcomes are replayed; retryable failures (retries exhausted, malformed bodies) are
+//! recorded for accounting but sent again by the next run.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use cxrlake_lake::{Lake, StageCommit};
+use cxrlake_llm::{CacheKey, CachedOutcome, LlmError, LlmResponse, ResponseCache};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Float64Array, Int32Array, Int64Array, RecordBatch, StringArray,
+    TimestampMicrosecondArray,
+};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Int32Type, Int64Type};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{PipelineError, Result};
+
+const TABLE: &str = "llm_calls";
+
+/// One `llm_calls` row; also the journal's line format.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct CallRow {
+    request_hash: String,
+    endpoint: String,
+    model: String,
+    prompt_version: String,
+    response: Option<String>,
+    error: Option<String>,
+    finish_reason: Option<String>,
+    attempts: Option<i32>,
+    prompt_tokens: Option<i64>,
+    completion_tokens: Option<i64>,
+    latency_ms: Option<f64>,
+    created_at: i64,
+}
+
+impl CallRow {
+    fn new(endpoint: &str, key: &CacheKey, outcome: &CachedOutcome) -> Self {
+        let mut row = CallRow {
+            request_hash: key.hash.clone(),
+            endpoint: endpoint.to_string(),
+            model: key.model.clone(),
+            prompt_version: key.prompt_version.clone(),
+            response: None,
+            error: None,
+            finish_reason: None,
+            attempts: None,
+            prompt_tokens: None,
+            completion_tokens: None,
+            latency_ms: None,
+            created_at: now_micros(),
+        };
+        match outcome {
+            Ok(response) => {
+                row.response = Some(response.text.clone());
+                row.finish_reason = response.finish_reason.clone();
+                row.attempts = Some(response.attempts as i32);
+                row.prompt_tokens = Some(response.prompt_tokens as i64);
+                row.completion_tokens = Some(response.completion_tokens as i64);
+                row.latency_ms = Some(response.latency_ms as f64);
+            }
+            Err(error) => row.error = serde_json::to_string(error).ok(),
+        }
+        row
+    }
+
+    /// The outcome to replay, or `None` when the row must be asked again.
+    fn replay(&self) -> Option<CachedOutcome> {
+        if let Some(text) = &self.response {
+            return Some(Ok(LlmResponse {
+                text: text.clone(),
+                prompt_tokens: self.prompt_tokens.unwrap_or(0) as u64,
+                completion_tokens: self.completion_tokens.unwrap_or(0) as u64,
+                latency_ms: self.latency_ms.unwrap_or(0.0) as u64,
+                attempts: self.attempts.unwrap_or(0) as u32,
+                finish_reason: self.finish_reason.clone(),
+                from_cache: true,
+            }));
+        }
+        let error: LlmError = serde_json::from_str(self.error.as_deref()?).ok()?;
+        matches!(error, LlmError::Status { .. }).then_some(Err(error))
+    }
+}
+
+fn now_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0)
+}
+
+/// The `llm_calls` cache of one lake and endpoint.
+pub struct LakeCache {
+    lake: Lake,
+    endpoint: String,
+    journal_path: PathBuf,
+    state: Mutex<State>,
+}
+
+struct State {
+    replay: HashMap<String, CachedOutcome>,
+    pending: Vec<CallRow>,
+    journal: File,
+}
+
+impl fmt::Debug for LakeCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.lock();
+        f.debug_struct("LakeCache")
+            .field("endpoint", &self.endpoint)
+            .field("journal", &self.journal_path)
+            .field("entries", &state.replay.len())
+            .field("pending", &state.pending.len())
+            .finish()
+    }
+}
+
+impl LakeCache {
+    /// Opens the cache of `lake` for requests to `endpoint`: commits what an interrupted run left
+    /// in the journal, then loads the replayable rows of `model`.
+    pub async fn open(lake: &Lake, endpoint: &str, model: &str) -> Result<Arc<LakeCache>> {
+        let journal_path = journal_path(lake);
+        let leftover = read_journal(&journal_path)?;
+        if !leftover.is_empty() {
+            tracing::info!(
+                rows = leftover.len(),
+                "committing LLM answers journaled by an interrupted run"
+            );
+            write_rows(lake, leftover).await?;
+        }
+        let journal = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&journal_path)
+            .and_then(|file| file.set_len(0).map(|()| file))
+            .map_err(|e| journal_error(&journal_path, e))?;
+        let replay = load(lake, model).await?;
+        Ok(Arc::new(LakeCache {
+            lake: lake.clone(),
+            endpoint: endpoint.to_string(),
+            journal_path,
+            state: Mutex::new(State {
+                replay,
+                pending: Vec::new(),
+                journal,
+            }),
+        }))
+    }
+
+    /// Rows replayable from the cache now.
+    pub fn len(&self) -> usize {
+        self.lock().replay.len()
+    }
+
+    /// Whether nothing is replayable.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The journal lives next to a local lake, else in the temp folder under a hash of the root.
+fn journal_path(lake: &Lake) -> PathBuf {
+    if lake.root().scheme() == "file"
+        && let Ok(root) = lake.root().to_file_path()
+    {
+        return root.join("_llm_calls.journal");
+    }
+    use sha2::Digest;
+    let hash = hex::encode(&sha2::Sha256::digest(lake.root().as_str().as_bytes())[..8]);
+    std::env::temp_dir().join(format!("cxrlake-{hash}-llm_calls.journal"))
+}
+
+fn journal_error(path: &Path, error: std::io::Error) -> PipelineError {
+    PipelineError::Journal {
+        path: path.display().to_string(),
+        reason: error.to_string(),
+    }
+}
+
+/// Reads a journal; a line cut by a kill is skipped.
+fn read_journal(path: &Path) -> Result<Vec<CallRow>> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(journal_error(path, e)),
+    };
+    let mut rows = Vec::new();
+    for line in BufReader::new(file).lines() {
+        let line = line.map_err(|e| journal_error(path, e))?;
+        if let Ok(row) = serde_json::from_str::<CallRow>(&line) {
+            rows.push(row);
+        }
+    }
+    Ok(rows)
+}
+
+/// The replayable outcomes of `model`, the newest row per request hash winning.
+async fn load(lake: &Lake, model: &str) -> Result<HashMap<String, CachedOutcome>> {
+    let ctx = lake.session().await?;
+    let sql = format!(
+        "SELECT request_hash, endpoint, model, prompt_version, response, error, finish_reason, \
+         attempts, prompt_tokens, completion_tokens, latency_ms, \
+         CAST(created_at AS BIGINT) AS created_at \
+         FROM {TABLE} WHERE model = '{}' ORDER BY created_at",
+        model.replace('\'', "''")
+    );
+    let batches = ctx
+        .sql(&sql)
+        .await
+        .map_err(|e| PipelineError::query("extract", e))?
+        .collect()
+        .await
+        .map_err(|e| PipelineError::query("extract", e))?;
+    let mut out = HashMap::new();
+    for batch in &batches {
+        for row in rows_of(batch)? {
+            match row.replay() {
+                Some(outcome) => out.insert(row.request_hash.clone(), outcome),
+                None => out.remove(&row.request_hash),
+            };
+        }
+    }
+    Ok(out)
+}
+
+fn strings(batch: &RecordBatch, name: &str) -> Result<StringArray> {
+    let column = batch
+        .column_by_name(name)
+        .ok_or_else(|| schema_error(format!("missing column {name}")))?;
+    Ok(cast(column, &DataType::Utf8)
+        .map_err(|e| schema_error(e.to_string()))?
+        .as_string::<i32>()
+        .clone())
+}
+
+fn schema_error(reason: String) -> PipelineError {
+    PipelineError::Schema {
+        stage: "extract",
+        table: TABLE,
+        reason,
+    }
+}
+
+fn rows_of(batch: &RecordBatch) -> Result<Vec<CallRow>> {
+    let text = |name| strings(batch, name);
+    let (hash, endpoint, model, version) = (
+        text("request_hash")?,
+        text("endpoint")?,
+        text("model")?,
+        text("prompt_version")?,
+    );
+    let (response, error, finish) = (text("response")?, text("error")?, text("finish_reason")?);
+    let int = |name: &str, to: &DataType| -> Result<ArrayRef> {
+        let column = batch
+            .column_by_name(name)
+            .ok_or_else(|| schema_error(format!("missing column {name}")))?;
+        cast(column, to).map_err(|e| schema_error(e.to_string()))
+    };
+    let attempts = int("attempts", &DataType::Int32)?;
+    let attempts = attempts.as_primitive::<Int32Type>();
+    let prompt = int("prompt_tokens", &DataType::Int64)?;
+    let prompt = prompt.as_primitive::<Int64Type>();
+    let completion = int("completion_tokens", &DataType::Int64)?;
+    let completion = completion.as_primitive::<Int64Type>();
+    let latency = int("latency_ms", &DataType::Float64)?;
+    let latency = latency.as_primitive::<datafusion::arrow::datatypes::Float64Type>();
+    let created = int("created_at", &DataType::Int64)?;
+    let created = created.as_primitive::<Int64Type>();
+    let opt_string = |a: &StringArray, i: usize| a.is_valid(i).then(|| a.value(i).to_string());
+    Ok((0..batch.num_rows())
+        .map(|i| CallRow {
+            request_hash: hash.value(i).to_string(),
+            endpoint: endpoint.value(i).to_string(),
+            model: model.value(i).to_string(),
+            prompt_version: version.value(i).to_string(),
+            response: opt_string(&response, i),
+            error: opt_string(&error, i),
+            finish_reason: opt_string(&finish, i),
+            attempts: attempts.is_valid(i).then(|| attempts.value(i)),
+            prompt_tokens: prompt.is_valid(i).then(|| prompt.value(i)),
+            completion_tokens: completion.is_valid(i).then(|| completion.value(i)),
+            latency_ms: latency.is_valid(i).then(|| latency.value(i)),
+            created_at: created.value(i),
+        })
+        .collect())
+}
+
+/// Appends rows to `llm_calls` in one commit.
+async fn write_rows(lake: &Lake, rows: Vec<CallRow>) -> Result<u64> {
+    let count = rows.len();
+    let text = |f: fn(&CallRow) -> Option<&str>| -> ArrayRef {
+        Arc::new(rows.iter().map(f).collect::<StringArray>())
+    };
+    let columns: Vec<ArrayRef> = vec![
+        text(|r| Some(&r.request_hash)),
+        text(|r| Some(&r.endpoint)),
+        text(|r| Some(&r.model)),
+        text(|r| Some(&r.prompt_version)),
+        text(|r| r.response.as_deref()),
+        text(|r| r.error.as_deref()),
+        text(|r| r.finish_reason.as_deref()),
+        Arc::new(rows.iter().map(|r| r.attempts).collect::<Int32Array>()),
+        Arc::new(rows.iter().map(|r| r.prompt_tokens).collect::<Int64Array>()),
+        Arc::new(
+            rows.iter()
+                .map(|r| r.completion_tokens)
+                .collect::<Int64Array>(),
+        ),
+        Arc::new(rows.iter().map(|r| r.latency_ms).collect::<Float64Array>()),
+        Arc::new(
+            TimestampMicrosecondArray::from(rows.iter().map(|r| r.created_at).collect::<Vec<_>>())
+                .with_timezone("UTC"),
+        ),
+    ];
+    let schema = cxrlake_schemas::pipeline::llm_calls();
+    let batch = RecordBatch::try_new(schema, columns).map_err(|e| schema_error(e.to_string()))?;
+    let commit =
+        StageCommit::new("extract").with_metrics(serde_json::json!({ "llm_calls": count }));
+    Ok(lake
+        .write(TABLE)
+        .append()
+        .commit(commit)
+        .execute(vec![batch])
+        .await?)
+}
+
+#[async_trait]
+impl ResponseCache for LakeCache {
+    async fn get(&self, key: &CacheKey) -> cxrlake_llm::Result<Option<CachedOutcome>> {
+        Ok(self.lock().replay.get(&key.hash).cloned())
+    }
+
+    async fn put(&self, key: &CacheKey, outcome: &CachedOutcome) -> cxrlake_llm::Result<()> {
+        let row = CallRow::new(&self.endpoint, key, outcome);
+        let line = serde_json::to_string(&row).map_err(|e| LlmError::Cache(e.to_string()))?;
+        let mut state = self.lock();
+        state
+            .journal
+            .write_all(format!("{line}\n").as_bytes())
+            .map_err(|e| LlmError::Cache(format!("{}: {e}", self.journal_path.display())))?;
+        if let Some(outcome) = row.replay() {
+            state.replay.insert(row.request_hash.clone(), outcome);
+        }
+        state.pending.push(row);
+        Ok(())
+    }
+
+    async fn flush(&self) -> cxrlake_llm::Result<()> {
+        let pending = std::mem::take(&mut self.lock().pending);
+        if pending.is_empty() {
+            return Ok(());
+        }
+        write_rows(&self.lake, pending)
+            .await
+            .map_err(|e| LlmError::Cache(e.to_string()))?;
+        let state = self.lock();
+        state
+            .journal
+            .set_len(0)
+            .map_err(|e| LlmError::Cache(format!("{}: {e}", self.journal_path.display())))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,52 @@
+//! The LLM side shared by the three `llm_extract_*` functions: one chat request per prompt,
+//! answered through the client (cache, concurrency, retries), with per-row failures.
+
+use cxrlake_llm::{ChatMessage, LlmClient, LlmError, LlmRequest};
+use datafusion::common::{DataFusionError, Result};
+
+use super::output::Failure;
+
+/// How the `error` of a row whose LLM call failed begins (as opposed to a parse error).
+pub const CALL_FAILED: &str = "LLM call failed";
+
+/// Rows per call of an async function: enough to keep the client's concurrency busy, few enough
+/// that progress is committed often.
+pub(crate) const BATCH_ROWS: usize = 256;
+
+/// The answers to `prompts` (`None`: nothing to ask for that row), in order. A failed call is a
+/// row failure; a spent budget or a broken cache fails the query, since re-running resumes it.
+pub(crate) async fn ask(
+    client: &LlmClient,
+    prompts: Vec<Option<String>>,
+    max_tokens: u32,
+) -> Result<Vec<Option<Result<String, Failure>>>> {
+    let requests: Vec<LlmRequest> = prompts
+        .iter()
+        .flatten()
+        .map(|prompt| {
+            LlmRequest::chat(vec![ChatMessage::user(prompt.clone())])
+                .with_temperature(0.0)
+                .with_max_tokens(max_tokens)
+        })
+        .collect();
+    let mut answers = client.complete_all(&requests).await.into_iter();
+    let mut out = Vec::with_capacity(prompts.len());
+    for prompt in &prompts {
+        if prompt.is_none() {
+            out.push(None);
+            continue;
+        }
+        let answer = match answers.next() {
+            Some(Ok(response)) => Ok(response.text),
+            Some(Err(error @ (LlmError::BudgetExhausted(_) | LlmError::Cache(_)))) => {
+                return Err(DataFusionError::External(Box::new(error)));
+            }
+            Some(Err(error)) => Err(Failure::call(format!("{CALL_FAILED}: {error}"))),
+            None => Err(Failure::call(
+                "LLM client returned fewer answers than requests",
+            )),
+        };
+        out.push(Some(answer));
+    }
+    Ok(out)
+}

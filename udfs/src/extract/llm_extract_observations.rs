@@ -1,0 +1,101 @@
+//! `llm_extract_observations(sentences)`: listing 3 for one sentence cluster sent to an
+//! OpenAI-compatible server, its JSON list answer parsed tolerantly.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use cxrlake_extract::parse;
+use cxrlake_extract::prompts::Prompts;
+use cxrlake_llm::LlmClient;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{Result, exec_err};
+use datafusion::logical_expr::async_udf::AsyncScalarUDFImpl;
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+
+use super::Naming;
+use super::calls::{BATCH_ROWS, ask};
+use super::output::{
+    Failure, ObservationsRow, list_strings, observations_type, to_array, utf8_list_arg,
+};
+
+/// Most tokens of an observation answer.
+const MAX_TOKENS: u32 = 2048;
+
+/// The `llm_extract_observations` async scalar function.
+#[derive(Debug)]
+pub struct LlmExtractObservationsFunc {
+    client: Arc<LlmClient>,
+    prompts: Arc<Prompts>,
+    name: &'static str,
+    signature: Signature,
+}
+
+impl LlmExtractObservationsFunc {
+    /// The function over this client and these prompts, named as `naming` says.
+    pub fn new(client: Arc<LlmClient>, prompts: Arc<Prompts>, naming: Naming) -> Self {
+        Self {
+            client,
+            prompts,
+            name: naming.pick("llm_extract_observations", 1),
+            signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+}
+
+super::llm_identity!(LlmExtractObservationsFunc);
+
+impl ScalarUDFImpl for LlmExtractObservationsFunc {
+    fn name(&self) -> &str {
+        self.name
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+        Ok(observations_type())
+    }
+
+    fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        exec_err!("{} is async and runs only inside a query plan", self.name)
+    }
+}
+
+#[async_trait]
+impl AsyncScalarUDFImpl for LlmExtractObservationsFunc {
+    fn ideal_batch_size(&self) -> Option<usize> {
+        Some(BATCH_ROWS)
+    }
+
+    async fn invoke_async_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let args = ColumnarValue::values_to_arrays(&args.args)?;
+        let clusters = utf8_list_arg(&args, 0, self.name)?;
+        let prompts = (0..clusters.len())
+            .map(|row| {
+                let sentences = list_strings(&clusters, row);
+                let sentences: Vec<&str> = sentences.iter().map(String::as_str).collect();
+                (!sentences.is_empty()).then(|| self.prompts.observations(&sentences))
+            })
+            .collect();
+        let answers = ask(&self.client, prompts, MAX_TOKENS).await?;
+        let parsed: Vec<_> = answers
+            .into_iter()
+            .map(|answer| match answer {
+                None => (Vec::new(), Failure::default()),
+                Some(Err(failure)) => (Vec::new(), failure),
+                Some(Ok(text)) => match parse::observations(&text) {
+                    Ok(observations) => (observations, Failure::default()),
+                    Err(error) => (Vec::new(), Failure::parse(error, &text)),
+                },
+            })
+            .collect();
+        let rows: Vec<_> = parsed
+            .iter()
+            .map(|(observations, failure)| ObservationsRow::new(observations, failure.clone()))
+            .collect();
+        Ok(ColumnarValue::Array(to_array(&rows, &observations_type())?))
+    }
+}

@@ -1,0 +1,269 @@
+//! The result structs of the extraction functions: their Arrow types and the conversion from
+//! the extraction crate's values, shared by both backends.
+
+use std::sync::Arc;
+
+use cxrlake_extract::{Indication, RawObservation, Sentence, clusters};
+use cxrlake_schemas::types::{key, list_of, struct_list, text, text_list};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StructArray, new_empty_array};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema};
+use datafusion::common::{Result, exec_err};
+use serde::Serialize;
+
+fn error_fields() -> [Field; 2] {
+    [text("error"), text("raw")]
+}
+
+/// `struct<sentences: list<struct<sent_id, section, section_type, sentence, merge_with,
+/// cluster_id>>, error, raw>`.
+pub fn sentences_type() -> DataType {
+    let sentence = vec![
+        key("sent_id"),
+        text("section"),
+        text("section_type"),
+        text("sentence"),
+        text_list("merge_with"),
+        text("cluster_id"),
+    ];
+    let mut fields = vec![struct_list("sentences", sentence)];
+    fields.extend(error_fields());
+    DataType::Struct(Fields::from(fields))
+}
+
+/// `struct<observations: list<struct<index, child, child_type, name, entity, probability,
+/// change, summary_sentence, change_sentence, regions, modifiers>>, error, raw>`: `index` numbers
+/// the top-level observations of the cluster from 1, `child` their children from 1 (0 = the
+/// observation itself).
+pub fn observations_type() -> DataType {
+    let observation = vec![
+        Field::new("index", DataType::Int32, false),
+        Field::new("child", DataType::Int32, false),
+        text("child_type"),
+        text("name"),
+        text("entity"),
+        text("probability"),
+        text("change"),
+        text("summary_sentence"),
+        text("change_sentence"),
+        text_list("regions"),
+        text_list("modifiers"),
+    ];
+    let mut fields = vec![struct_list("observations", observation)];
+    fields.extend(error_fields());
+    DataType::Struct(Fields::from(fields))
+}
+
+/// `struct<patient_info, indication, evaluation, indication_summary, associated_findings,
+/// answer_for_indication, error, raw>`; all values NULL when the study has no indication.
+pub fn indication_type() -> DataType {
+    let mut fields = vec![
+        text("patient_info"),
+        text("indication"),
+        text("evaluation"),
+        text("indication_summary"),
+        Field::new("associated_findings", list_of(DataType::Utf8), true),
+        text("answer_for_indication"),
+    ];
+    fields.extend(error_fields());
+    DataType::Struct(Fields::from(fields))
+}
+
+/// What one row failed with: the reason and, for unparseable LLM output, the output.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub(crate) struct Failure {
+    error: Option<String>,
+    raw: Option<String>,
+}
+
+impl Failure {
+    /// An unparseable output.
+    pub(crate) fn parse(reason: impl ToString, raw: &str) -> Self {
+        Self {
+            error: Some(reason.to_string()),
+            raw: Some(raw.to_string()),
+        }
+    }
+
+    /// A failed call.
+    pub(crate) fn call(reason: impl ToString) -> Self {
+        Self {
+            error: Some(reason.to_string()),
+            raw: None,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct SentenceRow<'a> {
+    sent_id: &'a str,
+    section: &'a str,
+    section_type: &'static str,
+    sentence: &'a str,
+    merge_with: &'a [String],
+    cluster_id: String,
+}
+
+#[derive(Serialize)]
+pub(crate) struct SentencesRow<'a> {
+    sentences: Vec<SentenceRow<'a>>,
+    #[serde(flatten)]
+    failure: Failure,
+}
+
+impl<'a> SentencesRow<'a> {
+    /// The row of a report's sentences, with their clusters.
+    pub(crate) fn new(sentences: &'a [Sentence], failure: Failure) -> Self {
+        let rows = sentences
+            .iter()
+            .zip(clusters(sentences))
+            .map(|(s, cluster_id)| SentenceRow {
+                sent_id: &s.sent_id,
+                section: &s.section,
+                section_type: s.section_type.as_str(),
+                sentence: &s.sentence,
+                merge_with: &s.merge_with,
+                cluster_id,
+            })
+            .collect();
+        Self {
+            sentences: rows,
+            failure,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ObservationRow<'a> {
+    index: i32,
+    child: i32,
+    child_type: Option<&'a str>,
+    name: &'a str,
+    entity: &'a str,
+    probability: Option<&'a str>,
+    change: Option<&'a str>,
+    summary_sentence: &'a str,
+    change_sentence: Option<&'a str>,
+    regions: &'a [String],
+    modifiers: &'a [String],
+}
+
+impl<'a> ObservationRow<'a> {
+    fn new(index: usize, child: usize, o: &'a RawObservation) -> Self {
+        Self {
+            index: index as i32,
+            child: child as i32,
+            child_type: o.child_type.as_deref(),
+            name: &o.name,
+            entity: &o.entity,
+            probability: o.probability.as_deref(),
+            change: o.change.as_deref(),
+            summary_sentence: &o.summary_sentence,
+            change_sentence: o.change_sentence.as_deref(),
+            regions: &o.regions,
+            modifiers: &o.modifiers,
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub(crate) struct ObservationsRow<'a> {
+    observations: Vec<ObservationRow<'a>>,
+    #[serde(flatten)]
+    failure: Failure,
+}
+
+impl<'a> ObservationsRow<'a> {
+    /// The row of a cluster's observations, children flattened after their parent.
+    pub(crate) fn new(observations: &'a [RawObservation], failure: Failure) -> Self {
+        let mut rows = Vec::new();
+        for (i, observation) in observations.iter().enumerate() {
+            rows.push(ObservationRow::new(i + 1, 0, observation));
+            for (c, child) in observation.children.iter().enumerate() {
+                let mut row = ObservationRow::new(i + 1, c + 1, child);
+                if row.child_type.is_none() {
+                    row.child_type = Some("regional_distinction");
+                }
+                rows.push(row);
+            }
+        }
+        Self {
+            observations: rows,
+            failure,
+        }
+    }
+}
+
+#[derive(Serialize)]
+pub(crate) struct IndicationRow<'a> {
+    #[serde(flatten)]
+    indication: Option<&'a Indication>,
+    #[serde(flatten)]
+    failure: Failure,
+}
+
+impl<'a> IndicationRow<'a> {
+    /// The row of a study's indication (`None`: the study has none).
+    pub(crate) fn new(indication: Option<&'a Indication>, failure: Failure) -> Self {
+        Self {
+            indication,
+            failure,
+        }
+    }
+}
+
+/// Converts rows to a struct array of `data_type` (one of the `*_type` functions).
+pub(crate) fn to_array<S: Serialize>(rows: &[S], data_type: &DataType) -> Result<ArrayRef> {
+    let DataType::Struct(fields) = data_type else {
+        return exec_err!("extraction output type must be a struct, not {data_type}");
+    };
+    let schema = Arc::new(Schema::new(fields.clone()));
+    let mut decoder = arrow_json::ReaderBuilder::new(schema)
+        .with_batch_size(rows.len().max(1))
+        .build_decoder()?;
+    decoder.serialize(rows)?;
+    match decoder.flush()? {
+        Some(batch) => Ok(Arc::new(StructArray::from(batch))),
+        None => Ok(new_empty_array(data_type)),
+    }
+}
+
+/// Argument `index` as UTF-8 strings.
+pub(crate) fn utf8_arg(args: &[ArrayRef], index: usize, function: &str) -> Result<ArrayRef> {
+    let Some(array) = args.get(index) else {
+        return exec_err!("{function}: missing argument {}", index + 1);
+    };
+    Ok(cast(array, &DataType::Utf8)?)
+}
+
+/// Argument `index` as a list of UTF-8 strings.
+pub(crate) fn utf8_list_arg(args: &[ArrayRef], index: usize, function: &str) -> Result<ArrayRef> {
+    let Some(array) = args.get(index) else {
+        return exec_err!("{function}: missing argument {}", index + 1);
+    };
+    Ok(cast(array, &list_of(DataType::Utf8))?)
+}
+
+/// The strings of list row `row` (empty for NULL).
+pub(crate) fn list_strings(list: &ArrayRef, row: usize) -> Vec<String> {
+    let list = list.as_list::<i32>();
+    if list.is_null(row) {
+        return Vec::new();
+    }
+    let values = list.value(row);
+    values
+        .as_string::<i32>()
+        .iter()
+        .map(|v| v.unwrap_or_default().to_string())
+        .collect()
+}
+
+/// The string of row `row` (empty for NULL).
+pub(crate) fn string_at(array: &ArrayRef, row: usize) -> &str {
+    let strings = array.as_string::<i32>();
+    if strings.is_null(row) {
+        ""
+    } else {
+        strings.value(row)
+    }
+}
