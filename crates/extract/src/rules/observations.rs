@@ -89,7 +89,12 @@ pub(crate) fn cluster_observations(lexicon: &Lexicon, sentences: &[&str]) -> Vec
                         existing.name = observation.name;
                         existing.children = observation.children;
                     }
-                    if existing.change.is_none() {
+                    let stable = |c: &Option<String>| c.as_deref() == Some("unchanged");
+                    if existing.change.is_none()
+                        || (stable(&existing.change)
+                            && observation.change.is_some()
+                            && !stable(&observation.change))
+                    {
                         existing.change = observation.change;
                         existing.change_sentence = observation.change_sentence;
                     }
@@ -319,7 +324,15 @@ fn build(
                 region_entries.push(r);
             }
             Term::Modifier if !modifiers.contains(&text) => modifiers.push(text),
-            Term::Change(c) if change.is_none() => change = Some(c),
+            // "again seen, slightly worse": a real change outranks a stability word.
+            Term::Change(c)
+                if change.is_none_or(|previous: usize| {
+                    lexicon.changes[previous].kind == ChangeKind::Stability
+                        && lexicon.changes[c].kind != ChangeKind::Stability
+                }) =>
+            {
+                change = Some(c)
+            }
             _ => {}
         }
     }

@@ -523,3 +523,25 @@ fn odd_text_never_panics() {
         extractor().indication(text, &[("S01", text)]);
     }
 }
+
+#[test]
+fn a_real_change_outranks_a_stability_word() {
+    let findings = extractor().observations(&[
+        "Bibasilar atelectasis is again seen, left greater than right, slightly worse compared to prior.",
+    ]);
+    assert_eq!(findings[0].entity, "bibasilar atelectasis");
+    assert_eq!(findings[0].change.as_deref(), Some("worsened"));
+    // Across the sentences of a cluster too: FINDINGS says stable, IMPRESSION says worse.
+    let cluster = extractor().observations(&[
+        "Bibasilar atelectasis is again seen.",
+        "Worsening bibasilar atelectasis.",
+    ]);
+    assert_eq!(cluster.len(), 1, "{cluster:?}");
+    assert_eq!(cluster[0].change.as_deref(), Some("worsened"));
+    let volumes = extractor().observations(&["Lung volumes are low."]);
+    assert_eq!(
+        volumes[0].probability.as_deref(),
+        Some("positive"),
+        "{volumes:?}"
+    );
+}
