@@ -70,7 +70,15 @@ impl CallRow {
                 row.completion_tokens = Some(response.completion_tokens as i64);
                 row.latency_ms = Some(response.latency_ms as f64);
             }
-            Err(error) => row.error = serde_json::to_string(error).ok(),
+            Err(error) => {
+                row.error = serde_json::to_string(error).ok();
+                row.attempts = match error {
+                    LlmError::RetriesExhausted { attempts, .. }
+                    | LlmError::Malformed { attempts, .. } => Some(*attempts as i32),
+                    LlmError::Status { .. } => Some(1),
+                    _ => None,
+                };
+            }
         }
         row
     }

@@ -329,6 +329,9 @@ async fn a_dead_endpoint_fails_the_stage_and_keeps_earlier_tables() {
         number(&lake, "SELECT count(*) FROM sentences").await,
         sentences
     );
+    // The failures are on record with their attempts, and will be sent again by the next run.
+    let failed = "SELECT count(*) FROM llm_calls WHERE error IS NOT NULL AND attempts = 1";
+    assert_eq!(number(&lake, failed).await, 3);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
