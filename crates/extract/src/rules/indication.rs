@@ -69,7 +69,24 @@ pub(crate) fn indication(
     let subject = patient_info
         .as_deref()
         .map_or("Patient".to_owned(), capitalize);
+    // "Intubated patient" already names the patient: no "Patient with intubated patient".
+    let names_patient = |h: &str| {
+        patient_info.is_none()
+            && h.split(|c: char| !c.is_ascii_alphabetic()).any(|w| {
+                matches!(
+                    w.to_ascii_lowercase().as_str(),
+                    "patient" | "pt" | "man" | "woman"
+                )
+            })
+    };
     let summary = match (&history, &evaluation) {
+        (Some(h), Some((t, _))) if names_patient(h) => {
+            format!(
+                "{}; should be evaluated for {t}.",
+                capitalize(h.trim_end_matches('.'))
+            )
+        }
+        (Some(h), None) if names_patient(h) => finish(h),
         (Some(h), Some((t, _))) => format!(
             "{subject} with {}; should be evaluated for {t}.",
             lower_first(h)

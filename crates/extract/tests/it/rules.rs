@@ -545,3 +545,25 @@ fn a_real_change_outranks_a_stability_word() {
         "{volumes:?}"
     );
 }
+
+#[test]
+fn a_history_that_names_the_patient_is_not_wrapped_again() {
+    let indication = extractor()
+        .indication(
+            "Intubated patient, assess ET tube position.",
+            &[(
+                "S05",
+                "Endotracheal tube terminates 4.5 cm above the carina.",
+            )],
+        )
+        .expect("indication");
+    assert_eq!(
+        indication.indication_summary.as_deref(),
+        Some("Intubated patient; should be evaluated for ET tube position.")
+    );
+    assert_eq!(
+        indication.evaluation.as_deref(),
+        Some("Evaluate ET tube position.")
+    );
+    assert_eq!(indication.associated_findings, ["S05"]);
+}
