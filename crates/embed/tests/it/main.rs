@@ -1,0 +1,5 @@
+//! Integration tests of `cxrlake-embed`.
+
+mod lexical;
+mod onnx;
+mod similarity;
