@@ -14,7 +14,7 @@ use datafusion::config::ConfigExtension;
 use crate::error::{LakeError, Result};
 
 extensions_options! {
-    /// Settings that change what cxrlake does; see `docs/config.md` for each key.
+    /// Settings that change what cxrlake does; the README's Configuration table lists every key.
     pub struct CxrlakeConfig {
         /// Root URL of the lake: a folder, file://, memory://, s3://, gs:// or az://.
         pub lake: String, default = "./lake".to_string()

@@ -18,7 +18,7 @@ use datafusion::logical_expr::{
 use super::Naming;
 use super::calls::{BATCH_ROWS, ask};
 use super::output::{
-    Failure, IndicationRow, indication_type, list_strings, string_at, to_array, utf8_arg,
+    Failure, IndicationRow, findings_at, indication_type, string_at, to_array, utf8_arg,
     utf8_list_arg,
 };
 
@@ -83,12 +83,7 @@ impl AsyncScalarUDFImpl for LlmExtractIndicationFunc {
                 if indication.trim().is_empty() {
                     return None;
                 }
-                let (ids, texts) = (list_strings(&ids, row), list_strings(&texts, row));
-                let findings: Vec<(&str, &str)> = ids
-                    .iter()
-                    .zip(&texts)
-                    .map(|(id, text)| (id.as_str(), text.as_str()))
-                    .collect();
+                let findings = findings_at(&ids, &texts, row);
                 Some(self.prompts.indication(indication, &findings))
             })
             .collect();

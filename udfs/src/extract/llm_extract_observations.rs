@@ -17,7 +17,7 @@ use datafusion::logical_expr::{
 use super::Naming;
 use super::calls::{BATCH_ROWS, ask};
 use super::output::{
-    Failure, ObservationsRow, list_strings, observations_type, to_array, utf8_list_arg,
+    Failure, ObservationsRow, list_strs, observations_type, to_array, utf8_list_arg,
 };
 
 /// Most tokens of an observation answer.
@@ -75,8 +75,7 @@ impl AsyncScalarUDFImpl for LlmExtractObservationsFunc {
         let clusters = utf8_list_arg(&args, 0, self.name)?;
         let prompts = (0..clusters.len())
             .map(|row| {
-                let sentences = list_strings(&clusters, row);
-                let sentences: Vec<&str> = sentences.iter().map(String::as_str).collect();
+                let sentences = list_strs(&clusters, row);
                 (!sentences.is_empty()).then(|| self.prompts.observations(&sentences))
             })
             .collect();

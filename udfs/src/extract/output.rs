@@ -244,17 +244,34 @@ pub(crate) fn utf8_list_arg(args: &[ArrayRef], index: usize, function: &str) -> 
     Ok(cast(array, &list_of(DataType::Utf8))?)
 }
 
-/// The strings of list row `row` (empty for NULL).
-pub(crate) fn list_strings(list: &ArrayRef, row: usize) -> Vec<String> {
+/// The strings of list row `row`, borrowed from the list's values (empty for NULL).
+pub(crate) fn list_strs(list: &ArrayRef, row: usize) -> Vec<&str> {
     let list = list.as_list::<i32>();
     if list.is_null(row) {
         return Vec::new();
     }
-    let values = list.value(row);
-    values
-        .as_string::<i32>()
-        .iter()
-        .map(|v| v.unwrap_or_default().to_string())
+    let values = list.values().as_string::<i32>();
+    let offsets = list.value_offsets();
+    (offsets[row] as usize..offsets[row + 1] as usize)
+        .map(|i| {
+            if values.is_null(i) {
+                ""
+            } else {
+                values.value(i)
+            }
+        })
+        .collect()
+}
+
+/// The `(sent_id, sentence)` pairs of row `row` of the id and sentence lists.
+pub(crate) fn findings_at<'a>(
+    ids: &'a ArrayRef,
+    texts: &'a ArrayRef,
+    row: usize,
+) -> Vec<(&'a str, &'a str)> {
+    list_strs(ids, row)
+        .into_iter()
+        .zip(list_strs(texts, row))
         .collect()
 }
 

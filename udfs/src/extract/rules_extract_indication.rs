@@ -13,7 +13,7 @@ use datafusion::logical_expr::{
 
 use super::Naming;
 use super::output::{
-    Failure, IndicationRow, indication_type, list_strings, string_at, to_array, utf8_arg,
+    Failure, IndicationRow, findings_at, indication_type, string_at, to_array, utf8_arg,
     utf8_list_arg,
 };
 
@@ -58,12 +58,7 @@ impl ScalarUDFImpl for RulesExtractIndicationFunc {
         let texts = utf8_list_arg(&args, 2, self.name)?;
         let extracted: Vec<_> = (0..indications.len())
             .map(|row| {
-                let (ids, texts) = (list_strings(&ids, row), list_strings(&texts, row));
-                let findings: Vec<(&str, &str)> = ids
-                    .iter()
-                    .zip(&texts)
-                    .map(|(id, text)| (id.as_str(), text.as_str()))
-                    .collect();
+                let findings = findings_at(&ids, &texts, row);
                 self.rules
                     .indication(string_at(&indications, row), &findings)
             })

@@ -12,7 +12,7 @@ use datafusion::logical_expr::{
 
 use super::Naming;
 use super::output::{
-    Failure, ObservationsRow, list_strings, observations_type, to_array, utf8_list_arg,
+    Failure, ObservationsRow, list_strs, observations_type, to_array, utf8_list_arg,
 };
 
 /// The `rules_extract_observations` scalar function.
@@ -54,8 +54,7 @@ impl ScalarUDFImpl for RulesExtractObservationsFunc {
         let clusters = utf8_list_arg(&args, 0, self.name)?;
         let observations: Vec<_> = (0..clusters.len())
             .map(|row| {
-                let sentences = list_strings(&clusters, row);
-                let sentences: Vec<&str> = sentences.iter().map(String::as_str).collect();
+                let sentences = list_strs(&clusters, row);
                 self.rules.observations(&sentences)
             })
             .collect();

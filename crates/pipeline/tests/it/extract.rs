@@ -210,16 +210,21 @@ async fn lake_with_reports(dir: &std::path::Path) -> Lake {
     lake
 }
 
-fn llm_options(server: &ExtractionServer, max_requests: Option<u64>) -> ExtractOptions {
-    let mut config = LlmConfig::new(server.endpoint().parse().expect("url"), "test-model");
-    config.concurrency = 4;
-    config.max_retries = 0;
-    config.total_budget.max_requests = max_requests;
+/// Options for the LLM backend with `config` and the embedded prompts.
+fn llm_backend(config: LlmConfig) -> ExtractOptions {
     ExtractOptions {
         backend: Backend::Llm(Box::new(config)),
         prompts: None,
         progress: false,
     }
+}
+
+fn llm_options(server: &ExtractionServer, max_requests: Option<u64>) -> ExtractOptions {
+    let mut config = LlmConfig::new(server.endpoint().parse().expect("url"), "test-model");
+    config.concurrency = 4;
+    config.max_retries = 0;
+    config.total_budget.max_requests = max_requests;
+    llm_backend(config)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -312,11 +317,7 @@ async fn a_dead_endpoint_fails_the_stage_and_keeps_earlier_tables() {
         .endpoint();
     let mut config = LlmConfig::new(endpoint.parse().expect("url"), "m");
     config.max_retries = 0;
-    let options = ExtractOptions {
-        backend: Backend::Llm(Box::new(config)),
-        prompts: None,
-        progress: false,
-    };
+    let options = llm_backend(config);
     let error = run(&lake, &defs, &options)
         .await
         .expect_err("down")
@@ -340,11 +341,7 @@ async fn remote_llm_endpoints_are_refused_without_permission() {
     let lake = lake_with_reports(dir.path()).await;
     let defs = RefDefs::embedded().expect("refdefs");
     let config = LlmConfig::new("http://203.0.113.7:8000/v1".parse().expect("url"), "m");
-    let options = ExtractOptions {
-        backend: Backend::Llm(Box::new(config)),
-        prompts: None,
-        progress: false,
-    };
+    let options = llm_backend(config);
     let error = run(&lake, &defs, &options)
         .await
         .expect_err("refused")
@@ -367,11 +364,7 @@ async fn child_llm_extract() {
     let defs = RefDefs::embedded().expect("refdefs");
     let mut config = LlmConfig::new(endpoint.parse().expect("url"), "test-model");
     config.concurrency = 2;
-    let options = ExtractOptions {
-        backend: Backend::Llm(Box::new(config)),
-        prompts: None,
-        progress: false,
-    };
+    let options = llm_backend(config);
     let _ = run(&lake, &defs, &options).await;
 }
 
