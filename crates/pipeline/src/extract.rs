@@ -173,10 +173,9 @@ fn sql_error(reason: String) -> PipelineError {
 pub async fn run(lake: &Lake, defs: &RefDefs, options: &ExtractOptions) -> Result<ExtractSummary> {
     let started = Instant::now();
     let ctx = lake.session().await?;
-    let rules = Arc::new(RulesExtractor::new(defs));
     let (functions, extractor, client, prompts_version) = match &options.backend {
         Backend::Rules => (
-            rules_functions(&rules, Naming::Step),
+            rules_functions(&Arc::new(RulesExtractor::new(defs)), Naming::Step),
             RULES_VERSION.to_string(),
             None,
             None,
@@ -212,11 +211,11 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &ExtractOptions) -> Resul
         "code": env!("CARGO_PKG_VERSION"),
     });
     let report_count = count(&ctx, STAGE, "SELECT count(*) FROM reports").await?;
-    let mut rows = Vec::new();
+    // Every statement runs before any table is written, so a failing step changes nothing.
+    let mut outputs = Vec::new();
     let mut failures = 0;
     for statement in statements(SQL)? {
         let (schema, batches) = run_statement(&ctx, &statement, &extractor).await?;
-        let rows_written: usize = batches.iter().map(RecordBatch::num_rows).sum();
         if client.is_some() {
             refuse_if_every_call_failed(&statement.name, &batches)?;
         }
@@ -224,19 +223,9 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &ExtractOptions) -> Resul
         if !statement.is_table {
             continue;
         }
-        let table: &'static str = cxrlake_schemas::table(&statement.name)
-            .map(|t| t.name)
+        let table = cxrlake_schemas::table(&statement.name)
             .ok_or_else(|| sql_error(format!("@table {} is not a lake table", statement.name)))?;
-        let mut batches = batches
-            .iter()
-            .filter(|b| b.num_rows() > 0)
-            .map(|b| conform(STAGE, table, b))
-            .collect::<Result<Vec<_>>>()?;
-        if batches.is_empty() {
-            let schema = cxrlake_schemas::table(table).map(|t| (t.schema)());
-            batches.extend(schema.map(RecordBatch::new_empty));
-        }
-        if table == "quarantine" {
+        if table.name == "quarantine" {
             failures = count(
                 &ctx,
                 STAGE,
@@ -244,15 +233,28 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &ExtractOptions) -> Resul
             )
             .await?;
         }
+        outputs.push((table, batches));
+    }
+    let mut rows = Vec::new();
+    for (table, batches) in outputs {
+        let rows_written: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        let mut batches = batches
+            .iter()
+            .filter(|b| b.num_rows() > 0)
+            .map(|b| conform(STAGE, table.name, b))
+            .collect::<Result<Vec<_>>>()?;
+        if batches.is_empty() {
+            batches.push(RecordBatch::new_empty((table.schema)()));
+        }
         let commit = StageCommit::new(STAGE)
             .with_fingerprint(fingerprint.clone())
             .with_metrics(json!({ "reports": report_count, "rows": rows_written }));
-        lake.write(table)
+        lake.write(table.name)
             .overwrite()
             .commit(commit)
             .execute(batches)
             .await?;
-        rows.push((statement.name.clone(), rows_written));
+        rows.push((table.name.to_string(), rows_written));
     }
     let llm = client.as_ref().map(|client| client.stats());
     Ok(ExtractSummary {
@@ -331,6 +333,7 @@ fn register(
 ) -> Result<()> {
     let table = MemTable::try_new(schema, vec![batches.to_vec()])
         .map_err(|e| PipelineError::query(STAGE, e))?;
+    // register_table refuses an existing name, and the lake's table of that name is registered.
     ctx.deregister_table(name)
         .map_err(|e| PipelineError::query(STAGE, e))?;
     ctx.register_table(name, Arc::new(table))
