@@ -16,14 +16,16 @@ boxes AS (
     GROUP BY image_id
 ),
 located AS (
-    SELECT i.image_id,
+    SELECT i.patient_id,
+           i.image_id,
            i.study_id,
            unnest(localize_regions(m.masks, b.boxes, i.rows, i.columns)) AS r
     FROM images i
     LEFT JOIN masks m ON m.image_id = i.image_id
     LEFT JOIN boxes b ON b.image_id = i.image_id
 )
-SELECT image_id,
+SELECT patient_id,
+       image_id,
        study_id,
        r['region'] AS region,
        r['bboxes'] AS bboxes,

@@ -1,6 +1,7 @@
-//! Benchmark of the source, localization and extraction stages on the synthetic corpus:
-//! synth → ingest → localize → extract (rules backend), each timed as a whole (wall clock, one run per stage; repeat the
-//! command for medians with `farm-bench`).
+//! Benchmark of the pipeline stages on the synthetic corpus: synth → ingest → localize →
+//! extract (rules backend) → map (lexical embedder) → graph, each timed as a whole (wall clock,
+//! one run per stage; repeat the command for medians with `farm-bench`). Map and graph run
+//! twice; the second, warm run is the "map + graph" figure.
 //!
 //! Scale: `STAGES_BENCH_STUDIES` studies (default 2,000 ≈ 3,300 images, ~150 CXAS masks per
 //! frontal image); the corpus and lake go to `STAGES_BENCH_DIR` (default: a temporary folder).
@@ -11,6 +12,8 @@ use std::time::Instant;
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
 use cxrlake_pipeline::extract::{self, ExtractOptions};
+use cxrlake_pipeline::graph::{self, GraphOptions};
+use cxrlake_pipeline::map::{self, MapOptions};
 use cxrlake_pipeline::localize::{LocalizeOptions, run};
 use cxrlake_refdefs::RefDefs;
 use cxrlake_synth::{SynthOptions, generate};
@@ -62,4 +65,21 @@ async fn main() {
         .await
         .expect("extract");
     println!("{extracted}");
+
+    for round in ["cold", "warm"] {
+        let started = Instant::now();
+        let mapped = map::run(&lake, &defs, &MapOptions::default())
+            .await
+            .expect("map");
+        println!("{mapped}");
+        let built = graph::run(&lake, &defs, &GraphOptions::default())
+            .await
+            .expect("graph");
+        println!("{built}");
+        let seconds = started.elapsed().as_secs_f64();
+        println!(
+            "map+graph ({round}) {studies} studies: {seconds:.2} s ({:.0} studies/s)",
+            studies as f64 / seconds
+        );
+    }
 }

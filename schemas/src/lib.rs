@@ -118,6 +118,13 @@ pub const TABLES: &[TableDef] = &[
         schema: pipeline::llm_calls,
     },
     TableDef {
+        name: "embeddings",
+        key: &["embedder", "text_hash"],
+        replace_by: None,
+        doc: "text embeddings cache of model-based embedders",
+        schema: pipeline::embeddings,
+    },
+    TableDef {
         name: "sentences",
         key: &["study_id", "sent_id"],
         replace_by: Some("study_id"),

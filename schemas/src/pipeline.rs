@@ -7,7 +7,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use crate::rating::rating_field;
 use crate::types::{
     bboxes, extraction_quality, image_quality, key, localization, localization_fields,
-    observation_fields, struct_list, structure, text, text_list,
+    observation_fields, observation_tag_fields, struct_list, structure, text, text_list,
 };
 
 /// `llm_calls`: the LLM response cache, keyed by the hash of (model, prompt, parameters).
@@ -28,6 +28,22 @@ pub fn llm_calls() -> SchemaRef {
             "created_at",
             DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
             false,
+        ),
+    ]))
+}
+
+/// `embeddings`: the embedding cache of model-based embedders (key: embedder, text_hash, the
+/// sha256 of the text). The lexical embedder computes faster than a row is read back and is
+/// not cached.
+pub fn embeddings() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        key("embedder"),
+        key("text_hash"),
+        text("text"),
+        Field::new(
+            "vector",
+            DataType::List(Arc::new(Field::new("item", DataType::Float32, true))),
+            true,
         ),
     ]))
 }
@@ -92,6 +108,7 @@ pub fn observations_raw() -> SchemaRef {
 /// `region_boxes`: per image × localized region, the boxes of its recipe (key: image_id, region).
 pub fn region_boxes() -> SchemaRef {
     Arc::new(Schema::new(vec![
+        key("patient_id"),
         key("image_id"),
         key("study_id"),
         key("region"),
@@ -104,10 +121,13 @@ pub fn region_boxes() -> SchemaRef {
     ]))
 }
 
-/// `observations`: mapped observation nodes, one row each (key: study_id, obs_id).
+/// `observations`: mapped observation nodes, one row each (key: study_id, obs_id), with the
+/// sentences each was derived from; per-image localization is added in `scene_graphs`.
 pub fn observations() -> SchemaRef {
     let mut fields = vec![key("patient_id"), key("study_id")];
-    fields.extend(observation_fields());
+    fields.extend(observation_tag_fields());
+    fields.push(text_list("sent_ids"));
+    fields.push(key("extractor"));
     fields.push(key("embedder"));
     Arc::new(Schema::new(fields))
 }

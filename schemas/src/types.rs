@@ -106,8 +106,17 @@ pub fn region_refs(name: &str) -> Field {
     struct_list(name, vec![key("region"), text_list("distances")])
 }
 
-/// Fields of an observation node (paper D.1), shared by `observations` and `scene_graphs`.
+/// Fields of an observation node (paper D.1) in `scene_graphs`: the mapped tags and the
+/// per-image localization.
 pub fn observation_fields() -> Vec<Field> {
+    let mut fields = observation_tag_fields();
+    fields.push(localization("localization"));
+    fields
+}
+
+/// Fields of a mapped observation (paper D.1 without `localization`, which needs the images):
+/// the `observations` table and the `map_observations` function.
+pub fn observation_tag_fields() -> Vec<Field> {
     vec![
         key("obs_id"),
         text("summary_sentence"),
@@ -131,6 +140,5 @@ pub fn observation_fields() -> Vec<Field> {
         text_list("changes"),
         Field::new("from_report", DataType::Boolean, true),
         extraction_quality("obs_quality"),
-        localization("localization"),
     ]
 }

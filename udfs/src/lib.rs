@@ -6,12 +6,16 @@
 
 pub mod boxes;
 pub mod extract;
+pub mod graph;
 pub mod localize;
+pub mod map;
 pub mod rating;
+mod rows;
 
 use std::sync::Arc;
 
 use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::logical_expr::{AggregateUDF, ScalarUDF};
 use datafusion::optimizer::Analyzer;
 use datafusion::prelude::{SessionConfig, SessionContext};
@@ -57,10 +61,17 @@ pub fn register_all(ctx: &SessionContext) {
 /// A `SessionContext` with DataFusion's defaults, cxrlake's functions and the rating-order rule
 /// (which runs before type coercion, so it sees the query as written).
 pub fn session_context(config: SessionConfig) -> SessionContext {
+    session_context_on(config, Arc::new(RuntimeEnv::default()))
+}
+
+/// Like [`session_context`], sharing `runtime` (object stores, memory pool, caches) with another
+/// context, e.g. a lake session whose Delta tables registered their object stores there.
+pub fn session_context_on(config: SessionConfig, runtime: Arc<RuntimeEnv>) -> SessionContext {
     let mut rules = Analyzer::new().rules;
     rules.insert(0, Arc::new(rating::RatingOrderRule::new()));
     let state = SessionStateBuilder::new()
         .with_config(config)
+        .with_runtime_env(runtime)
         .with_default_features()
         .with_analyzer_rules(rules)
         .build();

@@ -46,6 +46,11 @@ pub enum Stage {
     /// sentences, observations_raw and indications from reports (sql/extract.sql); rules
     /// backend unless an LLM endpoint is given
     Extract,
+    /// observations from observations_raw: tags mapped onto the reference definitions
+    /// (sql/map.sql); lexical embedder unless --embedder onnx
+    Map,
+    /// scene_graphs, one nested row per study (sql/graph.sql)
+    Graph,
 }
 
 /// `cxrlake` commands.
@@ -108,15 +113,19 @@ pub enum Command {
         /// localize: boxes smaller than this many square pixels are dropped
         #[arg(long, default_value_t = 16.0)]
         min_area: f64,
-        /// localize: patients per chunk (bounds memory; one commit per chunk)
-        #[arg(long, default_value_t = 500)]
-        chunk_patients: usize,
+        /// Patients per chunk (bounds memory; one commit per chunk) [default: localize 500, map
+        /// 5000, graph 2000]
+        #[arg(long, value_name = "N")]
+        chunk_patients: Option<usize>,
         /// Reference definitions folder [default: the embedded definitions]
         #[arg(long, value_name = "DIR")]
         refdefs: Option<PathBuf>,
         /// LLM backend options (extract)
         #[command(flatten)]
         llm: LlmArgs,
+        /// Embedder options (map)
+        #[command(flatten)]
+        embed: EmbedArgs,
     },
     /// Reference definitions: check, diff, stats, dataset_info.json, load into the lake
     Refdefs {
@@ -124,9 +133,29 @@ pub enum Command {
         #[command(subcommand)]
         command: RefdefsCommand,
     },
+    /// Export lake tables in the released dataset's layout
+    Export {
+        /// What to export
+        #[command(subcommand)]
+        what: ExportCommand,
+    },
     /// The main job on embedded defaults: synthetic corpus → ingest → localize → extract →
-    /// summary (the stages after extract are still open issues)
+    /// map → graph → scene-graph export → summary
     Demo(DemoOptions),
+}
+
+/// What `cxrlake export` writes.
+#[derive(Debug, Subcommand)]
+pub enum ExportCommand {
+    /// Per-study sXXXXXXXX.scene_graph.json files under pXX/pXXXXXXXX/ (paper appendix D.1)
+    SceneGraphs {
+        /// Output folder
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Only the scene graphs matching this SQL predicate, e.g. "study_id = 's50414267'"
+        #[arg(long = "where", value_name = "PREDICATE")]
+        filter: Option<String>,
+    },
 }
 
 impl Cli {
@@ -185,6 +214,7 @@ impl Cli {
                 chunk_patients,
                 refdefs,
                 llm,
+                embed,
             } => {
                 lake.require_initialized().await?;
                 let defs = crate::refdefs::load_defs(refdefs.as_deref())?;
@@ -192,7 +222,7 @@ impl Cli {
                     Stage::Localize => {
                         let options = cxrlake_pipeline::localize::LocalizeOptions {
                             min_area: *min_area,
-                            chunk_patients: *chunk_patients,
+                            chunk_patients: chunk_patients.unwrap_or(500),
                         };
                         let summary =
                             cxrlake_pipeline::localize::run(&lake, &defs, &options).await?;
@@ -202,6 +232,23 @@ impl Cli {
                         let options = llm.extract_options(lake.settings(), !self.quiet)?;
                         let summary =
                             cxrlake_pipeline::extract::run(&lake, &defs, &options).await?;
+                        say(out, format_args!("{summary}"))
+                    }
+                    Stage::Map => {
+                        let mut options = embed.map_options(lake.settings())?;
+                        if let Some(n) = chunk_patients {
+                            options.chunk_patients = *n;
+                        }
+                        let summary = cxrlake_pipeline::map::run(&lake, &defs, &options).await?;
+                        say(out, format_args!("{summary}"))
+                    }
+                    Stage::Graph => {
+                        let mut options = cxrlake_pipeline::graph::GraphOptions::default();
+                        if let Some(n) = chunk_patients {
+                            options.chunk_patients = *n;
+                        }
+                        let summary =
+                            cxrlake_pipeline::graph::run(&lake, &defs, &options).await?;
                         say(out, format_args!("{summary}"))
                     }
                 }
@@ -225,6 +272,19 @@ impl Cli {
                 }
                 let summary = synth(options).await?;
                 say(out, format_args!("{summary}"))
+            }
+            Command::Export { what } => {
+                lake.require_initialized().await?;
+                match what {
+                    ExportCommand::SceneGraphs { out: dir, filter } => {
+                        let mut export = cxrlake_export::SceneGraphExport::new(dir.clone());
+                        if let Some(filter) = filter {
+                            export = export.with_filter(filter.clone());
+                        }
+                        let summary = cxrlake_export::export_scene_graphs(&lake, &export).await?;
+                        say(out, format_args!("{summary}"))
+                    }
+                }
             }
             Command::Demo(options) => demo(&lake, options, out).await,
         }
@@ -408,7 +468,8 @@ async fn synth(options: cxrlake_synth::SynthOptions) -> Result<cxrlake_synth::Sy
 }
 
 /// The main job on the embedded defaults: synthetic corpus → ingest → localize → extract (rules)
-/// → summary. The stages after extract are open issues, so the job stops there and says so.
+/// → map (lexical) → graph → scene-graph export → summary. QA, judging and grading are open
+/// issues, so the job stops there and says so.
 async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result<()> {
     let started = std::time::Instant::now();
     init(lake, out).await?;
@@ -468,6 +529,27 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
         ),
     )?;
 
+    let map = cxrlake_pipeline::map::MapOptions::default();
+    say(
+        out,
+        format_args!("{}\n", cxrlake_pipeline::map::run(lake, &defs, &map).await?),
+    )?;
+    let graph = cxrlake_pipeline::graph::GraphOptions::default();
+    say(
+        out,
+        format_args!("{}\n", cxrlake_pipeline::graph::run(lake, &defs, &graph).await?),
+    )?;
+
+    let scene_data = options.release.join("scene_data");
+    let export = cxrlake_export::SceneGraphExport::new(scene_data);
+    say(
+        out,
+        format_args!(
+            "{}\n",
+            cxrlake_export::export_scene_graphs(lake, &export).await?
+        ),
+    )?;
+
     say(out, format_args!("lake tables:"))?;
     tables(lake, out).await?;
     say(
@@ -481,13 +563,22 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
     sql(lake, query, Format::Table, None, out).await?;
     say(
         out,
-        format_args!("\nextracted observations by probability (rules backend):"),
+        format_args!("\nmapped observations by positiveness and certainty (rules + lexical):"),
     )?;
-    let query = "SELECT probability, count(*) AS observations, \
+    let query = "SELECT positiveness, certainty, count(*) AS observations, \
                  count(DISTINCT study_id) AS studies, \
                  round(100.0 * count(*) / sum(count(*)) OVER (), 1) AS percent \
-                 FROM observations_raw WHERE parent_obs_id IS NULL \
-                 GROUP BY 1 ORDER BY 2 DESC";
+                 FROM observations WHERE child_level = 0 \
+                 GROUP BY 1, 2 ORDER BY 3 DESC";
+    sql(lake, query, Format::Table, None, out).await?;
+    say(
+        out,
+        format_args!("\nscene-graph extraction quality (table 11, worst aspect per study):"),
+    )?;
+    let query = "SELECT study_quality['region_extract_quality'] AS regions, \
+                 study_quality['entity_extract_quality'] AS entities, \
+                 study_quality['general_issue_level'] AS issues, count(*) AS studies \
+                 FROM scene_graphs GROUP BY 1, 2, 3 ORDER BY 4 DESC LIMIT 8";
     sql(lake, query, Format::Table, None, out).await?;
     say(out, format_args!("\nreference vocabulary by category:"))?;
     let query = "SELECT category, count(*) AS findings, sum(array_length(synonyms)) AS synonyms \
@@ -496,7 +587,7 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
     say(
         out,
         format_args!(
-            "\nnot yet built (open issues): map, graph, qa, judge, grade.\ndone in {:.1} s",
+            "\nnot yet built (open issues): qa, judge, grade.\ndone in {:.1} s",
             started.elapsed().as_secs_f64()
         ),
     )
@@ -622,6 +713,52 @@ impl LlmArgs {
     }
 }
 
+/// Embedder flags of the map stage; each overrides its configuration key.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct EmbedArgs {
+    /// lexical (zero set-up) or onnx [config: embedder]
+    #[arg(long, value_name = "NAME")]
+    pub embedder: Option<String>,
+    /// ONNX model file of the onnx embedder [config: onnx_model]
+    #[arg(long, value_name = "FILE")]
+    pub onnx_model: Option<PathBuf>,
+    /// tokenizer.json of the onnx embedder [config: onnx_tokenizer]
+    #[arg(long, value_name = "FILE")]
+    pub onnx_tokenizer: Option<PathBuf>,
+    /// Cosine similarity a tag needs to map onto a reference tag [config: match_threshold]
+    #[arg(long, value_name = "COSINE")]
+    pub match_threshold: Option<f64>,
+}
+
+impl EmbedArgs {
+    /// The map options these flags and `settings` ask for.
+    fn map_options(&self, settings: &Settings) -> Result<cxrlake_pipeline::map::MapOptions> {
+        let config = &settings.cxrlake;
+        let name = self.embedder.clone().unwrap_or(config.embedder.clone());
+        let path = |flag: &Option<PathBuf>, key: &String| {
+            flag.as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or(key.clone())
+        };
+        let model = path(&self.onnx_model, &config.onnx_model);
+        let tokenizer = path(&self.onnx_tokenizer, &config.onnx_tokenizer);
+        let embedder =
+            cxrlake_pipeline::map::EmbedderChoice::from_settings(&name, &model, &tokenizer)
+                .map_err(|e| CliError::Usage(e.to_string()))?;
+        let threshold = self.match_threshold.unwrap_or(config.match_threshold);
+        if !(threshold.is_finite() && threshold <= 1.0) {
+            return Err(CliError::Usage(format!(
+                "--match-threshold must be a cosine similarity of at most 1, got {threshold}"
+            )));
+        }
+        Ok(cxrlake_pipeline::map::MapOptions {
+            embedder,
+            threshold: threshold as f32,
+            ..Default::default()
+        })
+    }
+}
+
 /// Options of the main job.
 #[derive(Debug, Clone, clap::Args)]
 pub struct DemoOptions {
@@ -634,6 +771,9 @@ pub struct DemoOptions {
     /// Where the synthetic corpus is written
     #[arg(long, value_name = "DIR", default_value = "corpus")]
     pub corpus: PathBuf,
+    /// Where the release files are written (scene_data/pXX/pXXXXXXXX/sXXXXXXXX.scene_graph.json)
+    #[arg(long, value_name = "DIR", default_value = "release")]
+    pub release: PathBuf,
 }
 
 fn init_logging(cli: &Cli) {

@@ -22,6 +22,9 @@ pub enum CliError {
     /// A pipeline stage failed.
     #[error(transparent)]
     Pipeline(#[from] cxrlake_pipeline::PipelineError),
+    /// An export failed.
+    #[error(transparent)]
+    Export(#[from] cxrlake_export::ExportError),
     /// A query failed to plan or run.
     #[error("query failed: {0}")]
     Query(#[from] datafusion::error::DataFusionError),

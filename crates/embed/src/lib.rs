@@ -33,4 +33,9 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
     fn dimension(&self) -> usize;
     /// L2-normalised embeddings, one per text, in order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>>;
+    /// Whether computing an embedding is cheaper than storing and reading it back (then callers
+    /// do not cache the vectors).
+    fn is_cheap(&self) -> bool {
+        false
+    }
 }

@@ -34,6 +34,16 @@ extensions_options! {
         pub llm_request_timeout: u64, default = 120
         /// Environment variable holding the LLM API key, if the server needs one (never logged).
         pub llm_api_key_env: String, default = String::new()
+        /// Embedder of the map stage: `lexical` (zero set-up default) or `onnx` (a
+        /// sentence-transformer exported to ONNX; needs onnx_model, onnx_tokenizer and
+        /// ORT_DYLIB_PATH).
+        pub embedder: String, default = "lexical".to_string()
+        /// Path of the ONNX model file of the onnx embedder (e.g. BioLORD-2023-C exported to ONNX).
+        pub onnx_model: String, default = String::new()
+        /// Path of the tokenizer.json that belongs to onnx_model.
+        pub onnx_tokenizer: String, default = String::new()
+        /// Cosine similarity an extracted tag needs to map onto a reference tag (paper: 0.5).
+        pub match_threshold: f64, default = 0.5
         /// Rows per record batch in stage plans.
         pub batch_size: usize, default = 8192
     }

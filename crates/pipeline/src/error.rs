@@ -36,6 +36,12 @@ pub enum PipelineError {
         /// Underlying error.
         source: Box<datafusion::error::DataFusionError>,
     },
+    /// A setting is missing or invalid.
+    #[error("{0}")]
+    Config(String),
+    /// The embedder failed (model or tokenizer cannot be loaded, inference failed).
+    #[error("embedder: {0}")]
+    Embed(#[source] cxrlake_embed::EmbedError),
     /// A stage's SQL file is malformed.
     #[error("{file}: {reason}")]
     Sql {

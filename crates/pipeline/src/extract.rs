@@ -18,15 +18,13 @@ use cxrlake_refdefs::RefDefs;
 use cxrlake_udfs::extract::CALL_FAILED;
 use cxrlake_udfs::extract::{Naming, llm_functions, rules_functions};
 use datafusion::arrow::array::{AsArray, RecordBatch};
-use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::datasource::MemTable;
-use datafusion::prelude::SessionContext;
 use datafusion::scalar::ScalarValue;
 use serde_json::json;
 
 use crate::error::{PipelineError, Result};
 use crate::llm_calls::LakeCache;
-use crate::stage::{conform, count, sql_hash};
+pub use crate::stage::Statement;
+use crate::stage::{conform, count, register, run_statement, sql_hash};
 
 /// Stage name (= SQL file name = module name).
 pub const STAGE: &str = "extract";
@@ -122,51 +120,9 @@ fn throughput(reports: usize, seconds: f64) -> String {
     }
 }
 
-/// One statement of the stage SQL.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Statement {
-    /// The name its result is registered under.
-    pub name: String,
-    /// Whether the result is written to the lake table `name`.
-    pub is_table: bool,
-    /// The SQL text.
-    pub sql: String,
-}
-
 /// Splits a stage SQL file into its `-- @step` / `-- @table` statements.
 pub fn statements(sql: &str) -> Result<Vec<Statement>> {
-    let mut out: Vec<Statement> = Vec::new();
-    for line in sql.lines() {
-        let header = line.trim().strip_prefix("-- @");
-        if let Some(header) = header {
-            let (kind, name) = header.split_once(' ').unwrap_or((header, ""));
-            let is_table = match kind {
-                "step" => false,
-                "table" => true,
-                _ => return Err(sql_error(format!("unknown header '-- @{header}'"))),
-            };
-            let name = name.trim();
-            if name.is_empty() {
-                return Err(sql_error(format!("header '-- @{header}' has no name")));
-            }
-            out.push(Statement {
-                name: name.to_string(),
-                is_table,
-                sql: String::new(),
-            });
-        } else if let Some(statement) = out.last_mut() {
-            statement.sql.push_str(line);
-            statement.sql.push('\n');
-        }
-    }
-    Ok(out)
-}
-
-fn sql_error(reason: String) -> PipelineError {
-    PipelineError::Sql {
-        file: format!("sql/{STAGE}.sql"),
-        reason,
-    }
+    crate::stage::statements(STAGE, sql)
 }
 
 /// Runs the stage over every report and replaces its tables.
@@ -215,16 +171,19 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &ExtractOptions) -> Resul
     let mut outputs = Vec::new();
     let mut failures = 0;
     for statement in statements(SQL)? {
-        let (schema, batches) = run_statement(&ctx, &statement, &extractor).await?;
+        let params = [("extractor", ScalarValue::from(extractor.as_str()))];
+        let (schema, batches) = run_statement(&ctx, STAGE, &statement, &params).await?;
         if client.is_some() {
             refuse_if_every_call_failed(&statement.name, &batches)?;
         }
-        register(&ctx, &statement.name, schema, &batches)?;
+        register(&ctx, STAGE, &statement.name, schema, &batches)?;
         if !statement.is_table {
             continue;
         }
-        let table = cxrlake_schemas::table(&statement.name)
-            .ok_or_else(|| sql_error(format!("@table {} is not a lake table", statement.name)))?;
+        let table = cxrlake_schemas::table(&statement.name).ok_or_else(|| PipelineError::Sql {
+            file: format!("sql/{STAGE}.sql"),
+            reason: format!("@table {} is not a lake table", statement.name),
+        })?;
         if table.name == "quarantine" {
             failures = count(
                 &ctx,
@@ -267,32 +226,6 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &ExtractOptions) -> Resul
     })
 }
 
-/// Runs one statement; returns its schema with its batches (there may be none).
-async fn run_statement(
-    ctx: &SessionContext,
-    statement: &Statement,
-    extractor: &str,
-) -> Result<(SchemaRef, Vec<RecordBatch>)> {
-    let query = |e| PipelineError::Statement {
-        stage: STAGE,
-        statement: statement.name.clone(),
-        source: Box::new(e),
-    };
-    let frame = ctx.sql(&statement.sql).await.map_err(query)?;
-    let frame = if statement.sql.contains("$extractor") {
-        frame
-            .with_param_values(vec![("extractor", ScalarValue::from(extractor))])
-            .map_err(query)?
-    } else {
-        frame
-    };
-    let planned = Arc::new(frame.schema().as_arrow().clone());
-    let batches = frame.collect().await.map_err(query)?;
-    // Executed batches may differ from the plan in nullability; theirs is what a MemTable needs.
-    let schema = batches.first().map_or(planned, RecordBatch::schema);
-    Ok((schema, batches))
-}
-
 /// Fails when every row of a step's result (`r.error`) is a failed LLM call: the endpoint is down
 /// or misconfigured, and committing would replace earlier results with empty tables.
 fn refuse_if_every_call_failed(step: &str, batches: &[RecordBatch]) -> Result<()> {
@@ -322,21 +255,4 @@ fn refuse_if_every_call_failed(step: &str, batches: &[RecordBatch]) -> Result<()
         }),
         _ => Ok(()),
     }
-}
-
-/// Registers `batches` as the in-memory table `name`, shadowing a lake table of that name.
-fn register(
-    ctx: &SessionContext,
-    name: &str,
-    schema: SchemaRef,
-    batches: &[RecordBatch],
-) -> Result<()> {
-    let table = MemTable::try_new(schema, vec![batches.to_vec()])
-        .map_err(|e| PipelineError::query(STAGE, e))?;
-    // register_table refuses an existing name, and the lake's table of that name is registered.
-    ctx.deregister_table(name)
-        .map_err(|e| PipelineError::query(STAGE, e))?;
-    ctx.register_table(name, Arc::new(table))
-        .map_err(|e| PipelineError::query(STAGE, e))?;
-    Ok(())
 }

@@ -3,9 +3,12 @@
 //! with a fingerprint of what it was computed from.
 
 pub mod error;
+pub mod evaluate;
 pub mod extract;
+pub mod graph;
 mod llm_calls;
 pub mod localize;
+pub mod map;
 mod stage;
 
 pub use error::{PipelineError, Result};

@@ -13,15 +13,13 @@ use std::time::Instant;
 use cxrlake_lake::{Lake, StageCommit};
 use cxrlake_refdefs::RefDefs;
 use cxrlake_udfs::localize::LocalizeRegionsFunc;
-use datafusion::arrow::array::{AsArray, RecordBatch};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::DataType;
+use datafusion::arrow::array::RecordBatch;
 use datafusion::logical_expr::ScalarUDF;
-use datafusion::prelude::{SessionContext, col, lit};
+use datafusion::prelude::SessionContext;
 use serde_json::json;
 
-use crate::error::{PipelineError, Result};
-use crate::stage::{collect, conform, count, sql_hash};
+use crate::error::Result;
+use crate::stage::{chunk_context, collect, conform, count, patient_ranges, sql_hash};
 
 /// Stage name (= SQL file name = module name).
 pub const STAGE: &str = "localize";
@@ -85,7 +83,7 @@ pub async fn run(
     let started = Instant::now();
     let ctx = lake.session().await?;
     let images = count(&ctx, STAGE, "SELECT count(*) FROM images").await?;
-    let patients = patient_ranges(&ctx, options.chunk_patients.max(1)).await?;
+    let patients = patient_ranges(&ctx, STAGE, "images", options.chunk_patients).await?;
     let mut inputs = serde_json::Map::new();
     for table in INPUTS {
         let version = lake.table(table).await?.version();
@@ -139,57 +137,15 @@ pub async fn run(
     })
 }
 
-/// `(first, last)` patient ids of consecutive chunks of `per_chunk` patients, in id order.
-async fn patient_ranges(ctx: &SessionContext, per_chunk: usize) -> Result<Vec<(String, String)>> {
-    let batches = collect(
-        ctx,
-        STAGE,
-        "SELECT DISTINCT patient_id FROM images ORDER BY patient_id",
-    )
-    .await?;
-    let mut ids = Vec::new();
-    for batch in &batches {
-        let column = cast(batch.column(0), &DataType::Utf8)
-            .map_err(|e| PipelineError::query(STAGE, e.into()))?;
-        ids.extend(
-            column
-                .as_string::<i32>()
-                .iter()
-                .flatten()
-                .map(str::to_string),
-        );
-    }
-    Ok(ids
-        .chunks(per_chunk)
-        .map(|chunk| (chunk[0].clone(), chunk[chunk.len() - 1].clone()))
-        .collect())
-}
-
-/// Runs the stage SQL over the patients `first..=last`: a session whose input tables are views
-/// of the lake's tables filtered to that range.
+/// Runs the stage SQL over the patients `first..=last`.
 async fn localize_chunk(
     lake_ctx: &SessionContext,
     udf: &ScalarUDF,
     first: &str,
     last: &str,
 ) -> Result<Vec<RecordBatch>> {
-    let ctx = cxrlake_udfs::session_context(lake_ctx.copied_config());
-    ctx.register_udf(udf.clone());
-    for table in INPUTS {
-        let view = lake_ctx
-            .table(table)
-            .await
-            .and_then(|frame| {
-                frame.filter(
-                    col("patient_id")
-                        .gt_eq(lit(first))
-                        .and(col("patient_id").lt_eq(lit(last))),
-                )
-            })
-            .map_err(|e| PipelineError::query(STAGE, e))?;
-        ctx.register_table(table, view.into_view())
-            .map_err(|e| PipelineError::query(STAGE, e))?;
-    }
+    let functions = [udf.clone()];
+    let ctx = chunk_context(lake_ctx, STAGE, &INPUTS, Some((first, last)), &functions).await?;
     let batches = collect(&ctx, STAGE, SQL).await?;
     batches
         .iter()

@@ -126,3 +126,37 @@ fn invalid_settings_are_rejected() {
     assert!(matcher.clone().with_threshold(f32::NAN).is_err());
     assert!(matcher.with_threshold(1.5).is_err());
 }
+
+#[test]
+fn matcher_agrees_with_brute_force_cosine() {
+    let embedder = LexicalEmbedder::new();
+    let candidates = [
+        "pleural effusion",
+        "cardiomegaly",
+        "left lower lobe",
+        "pneumothorax",
+        "endotracheal tube",
+        "atelectasis",
+        "",
+    ];
+    let vectors = embedder.embed(&candidates).expect("embed");
+    let matcher = Matcher::new(&embedder, &candidates).expect("matcher");
+    for query in [
+        "small left effusion",
+        "enlarged heart",
+        "lower lobe on the left",
+        "et tube tip",
+        "bibasilar atelectases",
+        "zzzz",
+    ] {
+        let q = &embedder.embed(&[query]).expect("embed")[0];
+        let (index, score) = matcher.top(q).expect("non-zero query");
+        let brute = vectors
+            .iter()
+            .map(|c| cosine(q, c))
+            .fold(f32::NEG_INFINITY, f32::max);
+        assert!((score - brute).abs() < 1e-5, "{query}: {score} vs {brute}");
+        assert!((cosine(q, &vectors[index]) - brute).abs() < 1e-5, "{query}");
+    }
+    assert_eq!(matcher.top(&vec![0.0; embedder.dimension()]), None);
+}

@@ -1,3 +1,5 @@
+mod evaluate;
 mod extract;
+mod graph;
 mod llm_server;
 mod localize;

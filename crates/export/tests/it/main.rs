@@ -1,0 +1,3 @@
+mod fixtures;
+mod scene_graphs;
+mod speed;

@@ -1,0 +1,260 @@
+//! synth → ingest → localize → extract → map → graph on a small synthetic corpus: the mapped
+//! observations use only reference tags and table 11 levels, and every scene graph is
+//! consistent with its observations, regions, images and indication.
+
+use cxrlake_ingest::{IngestOptions, ingest};
+use cxrlake_lake::Lake;
+use cxrlake_pipeline::extract::ExtractOptions;
+use cxrlake_pipeline::graph::GraphOptions;
+use cxrlake_pipeline::localize::LocalizeOptions;
+use cxrlake_pipeline::map::{EmbedderChoice, MapOptions};
+use cxrlake_refdefs::RefDefs;
+use cxrlake_synth::{SynthOptions, generate};
+use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Int64Type};
+
+async fn query(lake: &Lake, sql: &str) -> Vec<RecordBatch> {
+    let ctx = lake.session().await.expect("session");
+    ctx.sql(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+async fn number(lake: &Lake, sql: &str) -> i64 {
+    let batches = query(lake, sql).await;
+    let column = cast(batches[0].column(0), &DataType::Int64).expect("int64");
+    column.as_primitive::<Int64Type>().value(0)
+}
+
+async fn strings(lake: &Lake, sql: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for batch in query(lake, sql).await {
+        let column = cast(batch.column(0), &DataType::Utf8).expect("utf8");
+        out.extend(
+            column
+                .as_string::<i32>()
+                .iter()
+                .map(|v| v.unwrap_or("NULL").to_string()),
+        );
+    }
+    out
+}
+
+/// A lake with the synthetic corpus extracted (rules) and localized.
+async fn extracted_lake(dir: &std::path::Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
+    let corpus = dir.join("corpus");
+    generate(&SynthOptions::new(studies, seed, &corpus)).expect("synth");
+    let lake = Lake::open_url(dir.join("lake").to_str().expect("utf8")).expect("open");
+    lake.init().await.expect("init");
+    ingest(&lake, &IngestOptions::new(vec![corpus]))
+        .await
+        .expect("ingest");
+    let defs = RefDefs::embedded().expect("refdefs");
+    for (table, batch) in defs.to_record_batches().expect("ref tables") {
+        lake.write(table)
+            .overwrite()
+            .execute(vec![batch])
+            .await
+            .expect("write ref table");
+    }
+    cxrlake_pipeline::localize::run(&lake, &defs, &LocalizeOptions::default())
+        .await
+        .expect("localize");
+    cxrlake_pipeline::extract::run(&lake, &defs, &ExtractOptions::default())
+        .await
+        .expect("extract");
+    (lake, defs)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn map_and_graph_build_consistent_scene_graphs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (lake, defs) = extracted_lake(dir.path(), 40, 3).await;
+    // Small chunks, so that both stages span several commits.
+    let map = MapOptions {
+        chunk_patients: 7,
+        ..MapOptions::default()
+    };
+    let mapped = cxrlake_pipeline::map::run(&lake, &defs, &map).await.expect("map");
+    assert!(mapped.observations > 40, "{mapped}");
+    assert_eq!(mapped.embedder, "lexical-1-d1024");
+    assert_eq!(mapped.embedded, 0, "the lexical embedder is not cached");
+    let graph = GraphOptions { chunk_patients: 7 };
+    let built = cxrlake_pipeline::graph::run(&lake, &defs, &graph).await.expect("graph");
+    assert_eq!(built.studies, 40, "{built}");
+
+    // Mapped tags are reference tags; enumerations and quality levels are the paper's.
+    let checks = [
+        "SELECT count(*) FROM (SELECT unnest(obs_entities) AS e FROM observations) \
+         WHERE e NOT IN (SELECT name FROM ref_findings)",
+        "SELECT count(*) FROM (SELECT unnest(regions)['region'] AS r FROM observations) \
+         WHERE r NOT IN (SELECT name FROM ref_regions)",
+        "SELECT count(*) FROM observations WHERE positiveness NOT IN \
+         ('pos', 'neg', 'comparison_only', 'recommendation') OR certainty NOT IN \
+         ('certain', 'likely', 'uncertain', 'comparison_only', 'recommendation') OR laterality \
+         NOT IN ('left', 'right', 'likely bilateral', 'bilateral', 'unknown')",
+        "SELECT count(*) FROM observations WHERE NOT regexp_like(obs_id, '^O[0-9]{2}(\\.[0-9]{2})?$') \
+         OR child_level <> CASE WHEN strpos(obs_id, '.') > 0 THEN 1 ELSE 0 END",
+        "SELECT count(*) FROM observations WHERE obs_quality['region_extract_quality'] NOT IN \
+         ('NO_REGIONS', 'DEFAULT_REGIONS_ONLY', 'CONTAINS_DEFAULT_REGIONS', \
+          'CONTAINS_NON_RESOLVED_REGIONS', 'RESOLVED_REGIONS_ONLY') \
+         OR obs_quality['entity_extract_quality'] NOT IN ('NO_ENTITIES', \
+          'CONTAINS_NON_RESOLVED_ENTITIES', 'RESOLVED_ENTITIES_ONLY') \
+         OR obs_quality['general_issue_level'] NOT IN ('NO_ISSUES', 'FIXABLE', 'IGNORABLE')",
+        // Categories and parents follow from the entities.
+        "SELECT count(*) FROM observations WHERE array_length(obs_entities) > 0 \
+         AND coalesce(array_length(obs_categories), 0) = 0",
+        // Positiveness and certainty follow from the probability.
+        "SELECT count(*) FROM observations WHERE (probability = 'negative' AND positiveness <> 'neg') \
+         OR (probability = 'positive' AND (positiveness <> 'pos' OR certainty <> 'certain'))",
+    ];
+    for sql in checks {
+        assert_eq!(number(&lake, sql).await, 0, "{sql}");
+    }
+    let resolved = number(
+        &lake,
+        "SELECT count(*) FROM observations WHERE array_length(obs_entities) > 0",
+    )
+    .await;
+    assert!(resolved * 10 >= 9 * mapped.observations as i64, "{resolved} of {mapped}");
+    assert!(
+        number(&lake, "SELECT count(DISTINCT laterality) FROM observations").await >= 3,
+        "laterality is inferred"
+    );
+    // Negative statements stay negative: at most the merged duplicates are missing.
+    let negative = number(&lake, "SELECT count(*) FROM observations WHERE positiveness = 'neg'").await;
+    let raw_negative = number(
+        &lake,
+        "SELECT count(*) FROM observations_raw WHERE probability IN ('negative', 'unlikely')",
+    )
+    .await;
+    let merged = number(&lake, "SELECT count(*) FROM observations_raw").await
+        - mapped.observations as i64;
+    assert!(
+        negative <= raw_negative && negative + merged >= raw_negative,
+        "{negative} negative of {raw_negative} raw, {merged} merged"
+    );
+
+    // One graph per study; its observations are the mapped ones, each localized on every image.
+    assert_eq!(
+        number(&lake, "SELECT count(*) FROM scene_graphs").await,
+        number(&lake, "SELECT count(DISTINCT study_id) FROM reports").await
+    );
+    assert_eq!(
+        number(&lake, "SELECT sum(array_length(observations)) FROM scene_graphs").await,
+        number(&lake, "SELECT count(*) FROM observations").await
+    );
+    let graph_checks = [
+        // Every observation has a localization entry per image of its study.
+        "SELECT count(*) FROM (SELECT g.study_id, unnest(g.observations) AS o FROM scene_graphs g) x \
+         JOIN (SELECT study_id, count(*) AS n FROM images GROUP BY study_id) i USING (study_id) \
+         WHERE coalesce(array_length(x.o['localization']), 0) <> i.n",
+        // located_at regions are region nodes of the same graph.
+        "SELECT count(*) FROM (SELECT study_id, unnest(located_at_relations)['region'] AS r FROM scene_graphs) l \
+         WHERE NOT EXISTS (SELECT 1 FROM (SELECT study_id, unnest(regions)['region'] AS r FROM scene_graphs) n \
+                           WHERE n.study_id = l.study_id AND n.r = l.r)",
+        // Relations only name the graph's observations.
+        "SELECT count(*) FROM (SELECT study_id, unnest(obs_relations) AS rel FROM scene_graphs) \
+         WHERE strpos(rel['child_obs_id'], rel['parent_obs_id'] || '.') <> 1",
+        // Top-level ids are exactly the level-0 observations.
+        "SELECT count(*) FROM scene_graphs WHERE coalesce(array_length(top_level_obs_ids), 0) <> \
+         (SELECT count(*) FROM observations o WHERE o.study_id = scene_graphs.study_id AND o.child_level = 0)",
+        // An indication node exactly where extraction found an indication; OIND answers it.
+        "SELECT count(*) FROM scene_graphs g LEFT JOIN indications i USING (study_id) \
+         WHERE (g.indication IS NULL) <> (i.study_id IS NULL)",
+        "SELECT count(*) FROM scene_graphs WHERE indication IS NOT NULL \
+         AND indication['answer_for_indication']['obs_id'] <> 'OIND'",
+        // Localization levels are table 11's.
+        "SELECT count(*) FROM (SELECT unnest(study_img_localization_quality)['localization_quality'] AS q \
+         FROM scene_graphs) WHERE q NOT IN ('NO_LOCALIZATION', 'FALLBACK_LOCALIZATION', \
+         'INCOMPLETE_LOCALIZATION', 'BOX_LOCALIZATION', 'BOX_AND_MASK_LOCALIZATION')",
+    ];
+    for sql in graph_checks {
+        assert_eq!(number(&lake, sql).await, 0, "{sql}");
+    }
+    // The region tree is filled in: lungs → left lung / right lung relations exist somewhere.
+    let relations = strings(
+        &lake,
+        "SELECT DISTINCT r['relation_type'] FROM (SELECT unnest(region_region_relations) AS r FROM scene_graphs) ORDER BY 1",
+    )
+    .await;
+    assert_eq!(relations, ["bilateral", "left", "right", "sub_region"]);
+    let where_specified = strings(
+        &lake,
+        "SELECT DISTINCT r['where_specified'] FROM (SELECT unnest(located_at_relations) AS r FROM scene_graphs) ORDER BY 1",
+    )
+    .await;
+    assert_eq!(where_specified, ["bilateral", "direct", "sub_region"]);
+    // Most observations are localized with boxes on frontal images.
+    let boxed = number(
+        &lake,
+        "SELECT count(*) FROM (SELECT unnest(o['localization']) AS l FROM \
+         (SELECT unnest(observations) AS o FROM scene_graphs)) x JOIN images i ON i.image_id = x.l['image_id'] \
+         WHERE i.is_frontal AND array_length(x.l['bboxes']) > 0",
+    )
+    .await;
+    assert!(boxed > 0);
+
+    // A rerun writes the same rows.
+    let rows = "SELECT study_id || o['obs_id'] || array_to_string(o['obs_entities'], ',') \
+                || o['positiveness'] || o['laterality'] || array_to_string(o['default_regions'], ',') \
+                || coalesce(array_to_string(o['localization'][1]['localization_reference_ids'], ','), '') \
+                || o['obs_quality']['region_extract_quality'] \
+                FROM (SELECT study_id, unnest(observations) AS o FROM scene_graphs) ORDER BY 1";
+    let before = strings(&lake, rows).await;
+    cxrlake_pipeline::map::run(&lake, &defs, &map).await.expect("map again");
+    cxrlake_pipeline::graph::run(&lake, &defs, &graph).await.expect("graph again");
+    let after = strings(&lake, rows).await;
+    assert_eq!(before, after);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn match_concept_maps_paraphrases_and_refuses_unknown_kinds() {
+    let defs = RefDefs::embedded().expect("refdefs");
+    let concepts = std::sync::Arc::new(
+        cxrlake_udfs::map::ConceptIndex::new(
+            &defs,
+            EmbedderChoice::Lexical.load().expect("lexical"),
+            0.5,
+            Default::default(),
+        )
+        .expect("index"),
+    );
+    let ctx = cxrlake_udfs::session_context(Default::default());
+    ctx.register_udf(datafusion::logical_expr::ScalarUDF::from(
+        cxrlake_udfs::map::MatchConceptFunc::new(concepts),
+    ));
+    let run = |sql: &'static str| {
+        let ctx = ctx.clone();
+        async move {
+            let batches = ctx.sql(sql).await?.collect().await?;
+            let column = cast(batches[0].column(0), &DataType::Utf8)?;
+            Ok::<_, datafusion::error::DataFusionError>(
+                column.as_string::<i32>().iter().map(|v| v.map(str::to_string)).collect::<Vec<_>>(),
+            )
+        }
+    };
+    let tags = run(
+        "SELECT match_concept(t, k)['tag'] FROM (VALUES ('Pleural Effusions', 'finding'), \
+         ('small left pleural effusion', 'finding'), ('left lower lobe', 'region'), \
+         ('LLL', 'region'), ('mildly', 'modifier'), ('worsened', 'change'), \
+         ('qwertyuiop', 'finding')) AS v(t, k)",
+    )
+    .await
+    .expect("match");
+    assert_eq!(tags[0].as_deref(), Some("pleural effusion"));
+    assert!(tags[1].as_deref().is_some_and(|t| t.ends_with("pleural effusion")), "{tags:?}");
+    assert_eq!(tags[2].as_deref(), Some("left lower lobe"));
+    assert!(tags[3].is_some(), "{tags:?}");
+    assert!(tags[4].is_some(), "{tags:?}");
+    assert!(tags[5].is_some(), "{tags:?}");
+    assert_eq!(tags[6], None, "gibberish stays non-resolved");
+    let err = run("SELECT match_concept('effusion', 'organ')")
+        .await
+        .expect_err("unknown kind");
+    assert!(err.to_string().contains("is not one of finding, region, modifier, change"), "{err}");
+}

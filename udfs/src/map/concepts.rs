@@ -1,0 +1,315 @@
+//! The reference tags every extracted tag is matched against (paper 000, E.1.3): per kind, every
+//! reference name and synonym, embedded once; a query maps to the reference name of its most
+//! similar candidate if the cosine similarity reaches the threshold.
+//!
+//! ```text
+//!  "Pleural Effusions" ─normalize─► exact name/synonym? ──yes──► ("pleural effusion", 1.0)
+//!                                        │ no
+//!                                        ▼
+//!                         embed (preloaded vector or the embedder) ─► Matcher top-1 ≥ threshold
+//! ```
+//! Results are memoised per (kind, text), so each distinct string is matched once per run.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+use cxrlake_embed::{EmbedError, Embedder, Matcher, normalize_text};
+use cxrlake_refdefs::RefDefs;
+
+/// What a tag is matched against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ConceptKind {
+    /// Findings, diseases, devices, technical classes (`ref_findings`).
+    Finding,
+    /// Regions (`ref_regions`).
+    Region,
+    /// Modifiers of all four types and probabilities (`ref_modifiers`): the matched tag decides
+    /// the type.
+    Modifier,
+    /// Change types (`ref_changes`).
+    Change,
+}
+
+impl ConceptKind {
+    /// All kinds.
+    pub const ALL: [ConceptKind; 4] = [Self::Finding, Self::Region, Self::Modifier, Self::Change];
+
+    /// The name `match_concept` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Finding => "finding",
+            Self::Region => "region",
+            Self::Modifier => "modifier",
+            Self::Change => "change",
+        }
+    }
+
+    /// The kind named `name` (`finding`, `region`, `modifier`, `change`).
+    pub fn parse(name: &str) -> Option<ConceptKind> {
+        Self::ALL.into_iter().find(|k| k.as_str() == name)
+    }
+}
+
+/// A matched reference tag.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit<'a> {
+    /// The reference name.
+    pub tag: &'a str,
+    /// Cosine similarity (1.0 for an exact name or synonym).
+    pub score: f32,
+}
+
+#[derive(Debug)]
+struct KindIndex {
+    /// Reference names.
+    tags: Vec<String>,
+    /// Normalised name or synonym → tag.
+    exact: HashMap<String, u32>,
+    /// One candidate per name and synonym.
+    matcher: Matcher,
+    /// Candidate → tag.
+    candidate_tag: Vec<u32>,
+}
+
+type Memo = HashMap<(ConceptKind, String), Option<(u32, f32)>>;
+
+/// Reference tags of every kind with their embeddings (see the module docs).
+#[derive(Debug)]
+pub struct ConceptIndex {
+    embedder: Arc<dyn Embedder>,
+    threshold: f32,
+    kinds: Vec<KindIndex>,
+    /// Embeddings of query texts: preloaded from a cache, or computed during this run.
+    vectors: RwLock<HashMap<String, Vec<f32>>>,
+    /// Texts embedded during this run (not preloaded), in order.
+    computed: RwLock<Vec<String>>,
+    memo: RwLock<Memo>,
+    identity: String,
+}
+
+/// `(tag, candidate texts)` of one kind, in file order.
+fn entries(defs: &RefDefs, kind: ConceptKind) -> Vec<(String, Vec<String>)> {
+    fn entry<'a>(
+        name: &'a cxrlake_refdefs::model::Name,
+        synonyms: &'a [cxrlake_refdefs::model::Name],
+    ) -> (String, Vec<String>) {
+        let mut texts = vec![name.get_ref().clone()];
+        texts.extend(synonyms.iter().map(|s| s.get_ref().clone()));
+        (name.get_ref().clone(), texts)
+    }
+    match kind {
+        ConceptKind::Finding => defs
+            .findings()
+            .map(|f| entry(&f.name, &f.synonyms))
+            .collect(),
+        ConceptKind::Region => defs.regions().map(|r| entry(&r.name, &r.synonyms)).collect(),
+        ConceptKind::Modifier => defs
+            .modifiers()
+            .map(|m| entry(&m.name, &m.synonyms))
+            .chain(defs.probabilities().map(|p| entry(&p.name, &p.synonyms)))
+            .collect(),
+        ConceptKind::Change => defs.changes().map(|c| entry(&c.name, &c.synonyms)).collect(),
+    }
+}
+
+impl ConceptIndex {
+    /// Every reference text of every kind (what [`ConceptIndex::new`] embeds), for warming a
+    /// cache.
+    pub fn reference_texts(defs: &RefDefs) -> Vec<String> {
+        ConceptKind::ALL
+            .into_iter()
+            .flat_map(|kind| entries(defs, kind))
+            .flat_map(|(_, texts)| texts)
+            .collect()
+    }
+
+    /// Embeds every reference name and synonym of `defs`; texts in `preloaded` (e.g. read from
+    /// the lake's embedding cache) are not embedded again.
+    pub fn new(
+        defs: &RefDefs,
+        embedder: Arc<dyn Embedder>,
+        threshold: f32,
+        mut preloaded: HashMap<String, Vec<f32>>,
+    ) -> Result<Self, EmbedError> {
+        if !(threshold.is_finite() && threshold <= 1.0) {
+            return Err(EmbedError::InvalidSetting(format!(
+                "match threshold must be a finite cosine similarity <= 1, got {threshold}"
+            )));
+        }
+        let mut kinds = Vec::new();
+        let mut fresh = Vec::new();
+        for kind in ConceptKind::ALL {
+            let mut tags = Vec::new();
+            let mut exact = HashMap::new();
+            let mut texts = Vec::new();
+            let mut candidate_tag = Vec::new();
+            for (tag, synonyms) in entries(defs, kind) {
+                let index = tags.len() as u32;
+                for text in synonyms {
+                    exact.entry(normalize_text(&text)).or_insert(index);
+                    texts.push(text);
+                    candidate_tag.push(index);
+                }
+                tags.push(tag);
+            }
+            let vectors = embed_all(embedder.as_ref(), &mut preloaded, &mut fresh, &texts)?;
+            let matcher = Matcher::from_embeddings(embedder.dimension(), vectors)?
+                .with_threshold(threshold)?;
+            kinds.push(KindIndex {
+                tags,
+                exact,
+                matcher,
+                candidate_tag,
+            });
+        }
+        let identity = format!("{}@{}>={threshold}", embedder.id(), defs.fingerprint());
+        if embedder.is_cheap() {
+            preloaded.clear();
+            fresh.clear();
+        }
+        Ok(Self {
+            embedder,
+            threshold,
+            kinds,
+            vectors: RwLock::new(preloaded),
+            computed: RwLock::new(fresh),
+            memo: RwLock::new(HashMap::new()),
+            identity,
+        })
+    }
+
+    /// The embedder's id (recorded in every mapped row).
+    pub fn embedder_id(&self) -> &str {
+        self.embedder.id()
+    }
+
+    /// Embedder, reference definitions and threshold: what the results depend on.
+    pub fn identity(&self) -> &str {
+        &self.identity
+    }
+
+    /// The similarity a match needs.
+    pub fn threshold(&self) -> f32 {
+        self.threshold
+    }
+
+    /// The reference tag `text` maps to, if any (blank text maps to nothing).
+    pub fn best(&self, kind: ConceptKind, text: &str) -> Result<Option<Hit<'_>>, EmbedError> {
+        let index = &self.kinds[kind as usize];
+        let hit = |found: Option<(u32, f32)>| {
+            found.map(|(tag, score)| Hit {
+                tag: &index.tags[tag as usize],
+                score,
+            })
+        };
+        let key = (kind, text.to_string());
+        if let Some(found) = self.memo.read().ok().and_then(|m| m.get(&key).copied()) {
+            return Ok(hit(found));
+        }
+        let normalized = normalize_text(text);
+        let found = if normalized.is_empty() {
+            None
+        } else if let Some(&tag) = index.exact.get(&normalized) {
+            Some((tag, 1.0))
+        } else {
+            let known = self.vectors.read().ok().and_then(|v| v.get(text).cloned());
+            let vector = match known {
+                Some(vector) => vector,
+                None => {
+                    let vector = self.embedder.embed(&[text])?.remove(0);
+                    self.remember(text, &vector);
+                    vector
+                }
+            };
+            index
+                .matcher
+                .best(&vector)
+                .map(|(candidate, score)| (index.candidate_tag[candidate], score))
+        };
+        if let Ok(mut memo) = self.memo.write() {
+            memo.insert(key, found);
+        }
+        Ok(hit(found))
+    }
+}
+
+impl ConceptIndex {
+    fn remember(&self, text: &str, vector: &[f32]) {
+        if self.embedder.is_cheap() {
+            return;
+        }
+        if let Ok(mut vectors) = self.vectors.write() {
+            if vectors.insert(text.to_string(), vector.to_vec()).is_none() {
+                if let Ok(mut computed) = self.computed.write() {
+                    computed.push(text.to_string());
+                }
+            }
+        }
+    }
+
+    /// Embeds, in batches, the `texts` not embedded yet (for model embedders, whose batches are
+    /// much faster than single texts); returns how many were embedded.
+    pub fn prefetch(&self, texts: &[String], batch: usize) -> Result<usize, EmbedError> {
+        if self.embedder.is_cheap() {
+            return Ok(0);
+        }
+        let missing: Vec<&str> = {
+            let vectors = self.vectors.read().map_err(|_| poisoned())?;
+            let mut seen = std::collections::HashSet::new();
+            texts
+                .iter()
+                .map(String::as_str)
+                .filter(|t| !t.trim().is_empty() && !vectors.contains_key(*t) && seen.insert(*t))
+                .collect()
+        };
+        for chunk in missing.chunks(batch.max(1)) {
+            let vectors = self.embedder.embed(chunk)?;
+            for (text, vector) in chunk.iter().zip(vectors) {
+                self.remember(text, &vector);
+            }
+        }
+        Ok(missing.len())
+    }
+
+    /// The texts embedded during this run with their vectors (to append to a cache).
+    pub fn computed_vectors(&self) -> Vec<(String, Vec<f32>)> {
+        let (Ok(computed), Ok(vectors)) = (self.computed.read(), self.vectors.read()) else {
+            return Vec::new();
+        };
+        computed
+            .iter()
+            .filter_map(|t| Some((t.clone(), vectors.get(t)?.clone())))
+            .collect()
+    }
+}
+
+fn poisoned() -> EmbedError {
+    EmbedError::InvalidSetting("embedding cache lock poisoned by a panic".into())
+}
+
+/// Embeddings of `texts`, taking preloaded ones where present.
+/// Embeddings of `texts`; those not in `known` are computed, added to `known` and listed in
+/// `fresh` (so they reach the cache too).
+fn embed_all(
+    embedder: &dyn Embedder,
+    known: &mut HashMap<String, Vec<f32>>,
+    fresh: &mut Vec<String>,
+    texts: &[String],
+) -> Result<Vec<Vec<f32>>, EmbedError> {
+    let mut missing: Vec<&str> = texts
+        .iter()
+        .filter(|t| !known.contains_key(*t))
+        .map(String::as_str)
+        .collect();
+    missing.sort_unstable();
+    missing.dedup();
+    let computed = embedder.embed(&missing)?;
+    for (text, vector) in missing.iter().zip(computed) {
+        known.insert(text.to_string(), vector);
+        fresh.push(text.to_string());
+    }
+    Ok(texts
+        .iter()
+        .map(|t| known.get(t).cloned().unwrap_or_default())
+        .collect())
+}

@@ -1,0 +1,39 @@
+//! Entity mapping (paper 000, E.1.3): extracted tags onto the reference definitions by
+//! embedding similarity, and the standardisation of each study's observations.
+//!
+//! `match_concept(text, kind)` maps one tag; `map_observations(list)` maps and standardises a
+//! study. Both hold the same [`ConceptIndex`] (embedder, threshold, reference tags), which is
+//! their identity in a plan.
+
+/// Equality and hash by the concept index's identity (embedder, refdefs, threshold).
+macro_rules! concepts_identity {
+    ($func:ty) => {
+        impl PartialEq for $func {
+            fn eq(&self, other: &Self) -> bool {
+                self.concepts.identity() == other.concepts.identity()
+            }
+        }
+
+        impl Eq for $func {}
+
+        impl std::hash::Hash for $func {
+            fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+                self.concepts.identity().hash(state);
+            }
+        }
+    };
+}
+
+use concepts_identity;
+
+mod concepts;
+mod map_observations;
+mod match_concept;
+mod reference;
+mod standardize;
+
+pub use concepts::{ConceptIndex, ConceptKind, Hit};
+pub use map_observations::{MapObservationsFunc, mapped_observations_type};
+pub use match_concept::{MatchConceptFunc, match_type};
+pub use reference::{FindingInfo, Reference, RegionInfo};
+pub use standardize::{Modifiers, ObsQuality, Observation, RawObservation, RegionRef, map_study, split_distance};
