@@ -133,6 +133,16 @@ pub enum Command {
         #[command(subcommand)]
         command: RefdefsCommand,
     },
+    /// Score the lake's mapped observations against a ground-truth file (the synthetic
+    /// corpus's ground_truth.jsonl): precision/recall of findings with positiveness, and regions
+    Evaluate {
+        /// ground_truth.jsonl (one study per line)
+        #[arg(long, value_name = "FILE")]
+        truth: PathBuf,
+        /// Reference definitions folder [default: the embedded definitions]
+        #[arg(long, value_name = "DIR")]
+        refdefs: Option<PathBuf>,
+    },
     /// Export lake tables in the released dataset's layout
     Export {
         /// What to export
@@ -272,6 +282,13 @@ impl Cli {
                 }
                 let summary = synth(options).await?;
                 say(out, format_args!("{summary}"))
+            }
+            Command::Evaluate { truth, refdefs } => {
+                lake.require_initialized().await?;
+                let defs = crate::refdefs::load_defs(refdefs.as_deref())?;
+                let report =
+                    cxrlake_pipeline::evaluate::observations_vs_truth(&lake, &defs, truth).await?;
+                say(out, format_args!("{report}"))
             }
             Command::Export { what } => {
                 lake.require_initialized().await?;
@@ -548,6 +565,13 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
             "{}\n",
             cxrlake_export::export_scene_graphs(lake, &export).await?
         ),
+    )?;
+
+    let truth = options.corpus.join("ground_truth.jsonl");
+    let report = cxrlake_pipeline::evaluate::observations_vs_truth(lake, &defs, &truth).await?;
+    say(
+        out,
+        format_args!("mapped observations vs the corpus's ground truth:\n{report}\n"),
     )?;
 
     say(out, format_args!("lake tables:"))?;

