@@ -13,8 +13,8 @@ use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
 use cxrlake_pipeline::extract::{self, ExtractOptions};
 use cxrlake_pipeline::graph::{self, GraphOptions};
-use cxrlake_pipeline::map::{self, MapOptions};
 use cxrlake_pipeline::localize::{LocalizeOptions, run};
+use cxrlake_pipeline::map::{self, MapOptions};
 use cxrlake_refdefs::RefDefs;
 use cxrlake_synth::{SynthOptions, generate};
 

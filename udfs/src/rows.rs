@@ -21,7 +21,10 @@ struct WrappedRef<'a, T> {
 }
 
 /// Each row of `array` as a `T` (`None` for NULL rows); `function` names errors.
-pub(crate) fn decode_rows<T: DeserializeOwned>(array: &ArrayRef, function: &str) -> Result<Vec<Option<T>>> {
+pub(crate) fn decode_rows<T: DeserializeOwned>(
+    array: &ArrayRef,
+    function: &str,
+) -> Result<Vec<Option<T>>> {
     let field = Field::new("v", array.data_type().clone(), true);
     let batch = RecordBatch::try_new(Arc::new(Schema::new(vec![field])), vec![array.clone()])?;
     let mut buffer = Vec::with_capacity(array.len() * 256);
@@ -31,7 +34,11 @@ pub(crate) fn decode_rows<T: DeserializeOwned>(array: &ArrayRef, function: &str)
         writer.finish()?;
     }
     let mut rows = Vec::with_capacity(array.len());
-    for (index, line) in buffer.split(|&b| b == b'\n').filter(|l| !l.is_empty()).enumerate() {
+    for (index, line) in buffer
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .enumerate()
+    {
         let row: Wrapped<T> = serde_json::from_slice(line)
             .map_err(|e| exec_datafusion_err!("{function}: row {index}: {e}"))?;
         rows.push(row.v);

@@ -257,8 +257,7 @@ impl Cli {
                         if let Some(n) = chunk_patients {
                             options.chunk_patients = *n;
                         }
-                        let summary =
-                            cxrlake_pipeline::graph::run(&lake, &defs, &options).await?;
+                        let summary = cxrlake_pipeline::graph::run(&lake, &defs, &options).await?;
                         say(out, format_args!("{summary}"))
                     }
                 }
@@ -554,7 +553,10 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
     let graph = cxrlake_pipeline::graph::GraphOptions::default();
     say(
         out,
-        format_args!("{}\n", cxrlake_pipeline::graph::run(lake, &defs, &graph).await?),
+        format_args!(
+            "{}\n",
+            cxrlake_pipeline::graph::run(lake, &defs, &graph).await?
+        ),
     )?;
 
     let scene_data = options.release.join("scene_data");

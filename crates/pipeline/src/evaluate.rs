@@ -71,11 +71,12 @@ pub const NORMAL_STATEMENTS: &[(&str, &[&str])] = &[
     ("clear lungs", &["lung opacity"]),
     // "No acute cardiopulmonary process." and the other normal impressions: no statement.
     ("no acute cardiopulmonary process", &[]),
-    // Not listed: "The cardiomediastinal silhouette is within normal limits" and "Normal
-    // cardiomediastinal contours" (truth: cardiomegaly and enlarged cardiomediastinum, neg) map
-    // to "normal heart size" too, but "Heart size is normal" says nothing of the mediastinum,
-    // so "normal heart size" stays cardiomegaly only; the reference has no finding for a
-    // normal mediastinum, and those negated "enlarged cardiomediastinum" count as missed.
+    // "The cardiomediastinal silhouette is within normal limits", "Normal cardiomediastinal
+    // contours": the heart and the mediastinum.
+    (
+        "normal cardiomediastinal silhouette",
+        &["cardiomegaly", "enlarged cardiomediastinum"],
+    ),
 ];
 
 /// Whether a finding is stated as present or absent.

@@ -16,9 +16,7 @@ use cxrlake_embed::{Embedder, LexicalEmbedder, OnnxEmbedder};
 use cxrlake_lake::{Lake, StageCommit};
 use cxrlake_refdefs::RefDefs;
 use cxrlake_udfs::map::{ConceptIndex, MapObservationsFunc, MatchConceptFunc, Reference};
-use datafusion::arrow::array::{
-    AsArray, ListArray, RecordBatch, StringArray,
-};
+use datafusion::arrow::array::{AsArray, ListArray, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float32Type};
 use datafusion::logical_expr::ScalarUDF;
@@ -222,7 +220,13 @@ fn strings(batches: &[RecordBatch]) -> Result<Vec<String>> {
     for batch in batches {
         let column = cast(batch.column(0), &DataType::Utf8)
             .map_err(|e| PipelineError::query(STAGE, e.into()))?;
-        out.extend(column.as_string::<i32>().iter().flatten().map(str::to_string));
+        out.extend(
+            column
+                .as_string::<i32>()
+                .iter()
+                .flatten()
+                .map(str::to_string),
+        );
     }
     Ok(out)
 }
@@ -283,7 +287,8 @@ async fn write_cache(lake: &Lake, embedder: &str, vectors: &[(String, Vec<f32>)]
         ],
     )
     .map_err(|e| PipelineError::query(STAGE, e.into()))?;
-    let commit = StageCommit::new(STAGE).with_metrics(json!({ "embedded": n, "embedder": embedder }));
+    let commit =
+        StageCommit::new(STAGE).with_metrics(json!({ "embedded": n, "embedder": embedder }));
     lake.write("embeddings")
         .append()
         .commit(commit)

@@ -288,7 +288,8 @@ impl ChunkedStage<'_> {
         let statements = statements(self.stage, self.sql)?;
         let lake_ctx = lake.session().await?;
         let first_input = self.inputs.first().copied().unwrap_or("reports");
-        let ranges = patient_ranges(&lake_ctx, self.stage, first_input, self.chunk_patients).await?;
+        let ranges =
+            patient_ranges(&lake_ctx, self.stage, first_input, self.chunk_patients).await?;
         let chunks = ranges.len().max(1);
         let mut rows: Vec<(String, usize)> = Vec::new();
         let mut version = 0;
@@ -296,7 +297,8 @@ impl ChunkedStage<'_> {
             let range = ranges.get(chunk).map(|(a, b)| (a.as_str(), b.as_str()));
             // No patients at all: an empty range writes empty tables.
             let range = range.or(Some(("", "")));
-            let ctx = chunk_context(&lake_ctx, self.stage, self.inputs, range, &self.functions).await?;
+            let ctx =
+                chunk_context(&lake_ctx, self.stage, self.inputs, range, &self.functions).await?;
             let mut outputs = Vec::new();
             for statement in &statements {
                 let started = std::time::Instant::now();
@@ -337,7 +339,11 @@ impl ChunkedStage<'_> {
                         "chunks": chunks,
                     }));
                 let write = lake.write(def.name).commit(commit);
-                let write = if chunk == 0 { write.overwrite() } else { write.append() };
+                let write = if chunk == 0 {
+                    write.overwrite()
+                } else {
+                    write.append()
+                };
                 version = write.execute(batches).await?;
                 match rows.iter_mut().find(|(name, _)| *name == table) {
                     Some((_, n)) => *n += written,

@@ -73,17 +73,40 @@ fn worse<'a>(levels: &[&str], a: &'a str, b: &'a str) -> &'a str {
 }
 
 /// The worst quality per aspect.
-pub fn worst_quality<'a>(qualities: impl IntoIterator<Item = &'a ObsQuality>) -> Option<ObsQuality> {
+pub fn worst_quality<'a>(
+    qualities: impl IntoIterator<Item = &'a ObsQuality>,
+) -> Option<ObsQuality> {
     let mut out: Option<ObsQuality> = None;
     for q in qualities {
         out = Some(match out {
             None => q.clone(),
             Some(o) => ObsQuality {
-                region_extract_quality: worse(&REGION_LEVELS, &o.region_extract_quality, &q.region_extract_quality).to_string(),
-                entity_extract_quality: worse(&ENTITY_LEVELS, &o.entity_extract_quality, &q.entity_extract_quality).to_string(),
-                sentence_name_quality: worse(&SENTENCE_LEVELS, &o.sentence_name_quality, &q.sentence_name_quality).to_string(),
-                change_quality: worse(&CHANGE_LEVELS, &o.change_quality, &q.change_quality).to_string(),
-                general_issue_level: worse(&ISSUE_LEVELS, &o.general_issue_level, &q.general_issue_level).to_string(),
+                region_extract_quality: worse(
+                    &REGION_LEVELS,
+                    &o.region_extract_quality,
+                    &q.region_extract_quality,
+                )
+                .to_string(),
+                entity_extract_quality: worse(
+                    &ENTITY_LEVELS,
+                    &o.entity_extract_quality,
+                    &q.entity_extract_quality,
+                )
+                .to_string(),
+                sentence_name_quality: worse(
+                    &SENTENCE_LEVELS,
+                    &o.sentence_name_quality,
+                    &q.sentence_name_quality,
+                )
+                .to_string(),
+                change_quality: worse(&CHANGE_LEVELS, &o.change_quality, &q.change_quality)
+                    .to_string(),
+                general_issue_level: worse(
+                    &ISSUE_LEVELS,
+                    &o.general_issue_level,
+                    &q.general_issue_level,
+                )
+                .to_string(),
             },
         });
     }
@@ -258,7 +281,11 @@ pub fn graph_regions<'a>(
         };
         set.insert(seed.to_string());
         set.extend(info.ancestors.iter().cloned());
-        if let Some(bilateral) = info.bilateral.as_deref().and_then(|b| Some((b, reference.region(b)?))) {
+        if let Some(bilateral) = info
+            .bilateral
+            .as_deref()
+            .and_then(|b| Some((b, reference.region(b)?)))
+        {
             set.insert(bilateral.0.to_string());
             set.extend(bilateral.1.ancestors.iter().cloned());
         }
@@ -329,7 +356,9 @@ fn localize(
                         let this = if via_ancestor {
                             LOCALIZATION_LEVELS[1]
                         } else {
-                            b.localization_quality.as_deref().unwrap_or(LOCALIZATION_LEVELS[3])
+                            b.localization_quality
+                                .as_deref()
+                                .unwrap_or(LOCALIZATION_LEVELS[3])
                         };
                         level = Some(level.map_or(this, |l| worse(&LOCALIZATION_LEVELS, l, this)));
                     }
@@ -383,7 +412,10 @@ fn indication_node(indication: &IndicationIn, associated: &[&Observation]) -> Op
             (&mut node.default_regions, &o.default_regions),
             (&mut node.obs_entities, &o.obs_entities),
             (&mut node.obs_entities_parents, &o.obs_entities_parents),
-            (&mut node.non_resolved_obs_entities, &o.non_resolved_obs_entities),
+            (
+                &mut node.non_resolved_obs_entities,
+                &o.non_resolved_obs_entities,
+            ),
             (&mut node.obs_categories, &o.obs_categories),
             (&mut node.obs_subcategories, &o.obs_subcategories),
             (&mut node.changes, &o.changes),
@@ -421,13 +453,14 @@ fn indication_node(indication: &IndicationIn, associated: &[&Observation]) -> Op
         1 => sides.into_iter().next().unwrap_or_default(),
         _ => "bilateral".to_string(),
     };
-    node.obs_quality = worst_quality(associated.iter().map(|o| &o.obs_quality)).unwrap_or(ObsQuality {
-        region_extract_quality: REGION_LEVELS[0].to_string(),
-        entity_extract_quality: ENTITY_LEVELS[0].to_string(),
-        sentence_name_quality: "NO_ISSUES".to_string(),
-        change_quality: "NO_ISSUES".to_string(),
-        general_issue_level: "NO_ISSUES".to_string(),
-    });
+    node.obs_quality =
+        worst_quality(associated.iter().map(|o| &o.obs_quality)).unwrap_or(ObsQuality {
+            region_extract_quality: REGION_LEVELS[0].to_string(),
+            entity_extract_quality: ENTITY_LEVELS[0].to_string(),
+            sentence_name_quality: "NO_ISSUES".to_string(),
+            change_quality: "NO_ISSUES".to_string(),
+            general_issue_level: "NO_ISSUES".to_string(),
+        });
     Some(node)
 }
 
@@ -450,7 +483,11 @@ pub fn assemble(
         Some(ind) => observations
             .iter()
             .filter(|o| o.child_level == 0)
-            .filter(|o| o.sent_ids.iter().any(|s| ind.associated_sentence_ids.contains(s)))
+            .filter(|o| {
+                o.sent_ids
+                    .iter()
+                    .any(|s| ind.associated_sentence_ids.contains(s))
+            })
             .collect(),
         None => Vec::new(),
     };

@@ -27,7 +27,10 @@ pub fn assembled_type() -> DataType {
             .map(|f| f.clone())
             .unwrap_or_else(|_| text_list(name))
     };
-    let indication = match schema.field_with_name("indication").map(|f| f.data_type().clone()) {
+    let indication = match schema
+        .field_with_name("indication")
+        .map(|f| f.data_type().clone())
+    {
         Ok(DataType::Struct(fields)) => fields,
         _ => Fields::empty(),
     };
@@ -97,7 +100,8 @@ impl ScalarUDFImpl for BuildSceneGraphFunc {
             .zip(boxes)
             .zip(images)
             .map(|(((observations, indication), boxes), images)| {
-                let images: Vec<String> = images.unwrap_or_default().into_iter().flatten().collect();
+                let images: Vec<String> =
+                    images.unwrap_or_default().into_iter().flatten().collect();
                 assemble(
                     observations.unwrap_or_default(),
                     indication.as_ref(),
@@ -107,6 +111,9 @@ impl ScalarUDFImpl for BuildSceneGraphFunc {
                 )
             })
             .collect();
-        Ok(ColumnarValue::Array(encode_rows(&graphs, &assembled_type())?))
+        Ok(ColumnarValue::Array(encode_rows(
+            &graphs,
+            &assembled_type(),
+        )?))
     }
 }

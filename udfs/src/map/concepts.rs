@@ -102,13 +102,19 @@ fn entries(defs: &RefDefs, kind: ConceptKind) -> Vec<(String, Vec<String>)> {
             .findings()
             .map(|f| entry(&f.name, &f.synonyms))
             .collect(),
-        ConceptKind::Region => defs.regions().map(|r| entry(&r.name, &r.synonyms)).collect(),
+        ConceptKind::Region => defs
+            .regions()
+            .map(|r| entry(&r.name, &r.synonyms))
+            .collect(),
         ConceptKind::Modifier => defs
             .modifiers()
             .map(|m| entry(&m.name, &m.synonyms))
             .chain(defs.probabilities().map(|p| entry(&p.name, &p.synonyms)))
             .collect(),
-        ConceptKind::Change => defs.changes().map(|c| entry(&c.name, &c.synonyms)).collect(),
+        ConceptKind::Change => defs
+            .changes()
+            .map(|c| entry(&c.name, &c.synonyms))
+            .collect(),
     }
 }
 

@@ -63,8 +63,12 @@ impl ScalarUDFImpl for MapObservationsFunc {
         let mapped = studies
             .iter()
             .map(|raw| {
-                map_study(raw.as_deref().unwrap_or_default(), &self.concepts, &self.reference)
-                    .map_err(|e| exec_datafusion_err!("map_observations: {e}"))
+                map_study(
+                    raw.as_deref().unwrap_or_default(),
+                    &self.concepts,
+                    &self.reference,
+                )
+                .map_err(|e| exec_datafusion_err!("map_observations: {e}"))
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(ColumnarValue::Array(encode_rows(

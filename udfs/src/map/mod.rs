@@ -36,4 +36,6 @@ pub use concepts::{ConceptIndex, ConceptKind, Hit};
 pub use map_observations::{MapObservationsFunc, mapped_observations_type};
 pub use match_concept::{MatchConceptFunc, match_type};
 pub use reference::{FindingInfo, Reference, RegionInfo};
-pub use standardize::{Modifiers, ObsQuality, Observation, RawObservation, RegionRef, map_study, split_distance};
+pub use standardize::{
+    Modifiers, ObsQuality, Observation, RawObservation, RegionRef, map_study, split_distance,
+};

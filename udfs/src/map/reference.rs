@@ -96,7 +96,12 @@ impl Reference {
             .collect();
         let parent_of: HashMap<&str, &str> = defs
             .regions()
-            .filter_map(|r| Some((r.name.get_ref().as_str(), r.parent.as_ref()?.get_ref().as_str())))
+            .filter_map(|r| {
+                Some((
+                    r.name.get_ref().as_str(),
+                    r.parent.as_ref()?.get_ref().as_str(),
+                ))
+            })
             .collect();
         let regions = defs
             .regions()
@@ -130,7 +135,10 @@ impl Reference {
         let probabilities: HashMap<String, (&'static str, &'static str)> = defs
             .probabilities()
             .map(|p| {
-                let meaning = (p.certainty.get_ref().as_str(), p.positiveness.get_ref().as_str());
+                let meaning = (
+                    p.certainty.get_ref().as_str(),
+                    p.positiveness.get_ref().as_str(),
+                );
                 (p.name.get_ref().clone(), meaning)
             })
             .collect();

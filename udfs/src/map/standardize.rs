@@ -211,8 +211,16 @@ impl Issue {
 /// Splits "2 cm above the carina" into ("carina", ["2 cm above"]); other text is kept whole.
 pub fn split_distance(text: &str) -> (String, Vec<String>) {
     const RELATIONS: [&str; 10] = [
-        "above", "below", "beyond", "from", "proximal to", "distal to", "into", "within",
-        "past", "short of",
+        "above",
+        "below",
+        "beyond",
+        "from",
+        "proximal to",
+        "distal to",
+        "into",
+        "within",
+        "past",
+        "short of",
     ];
     let lower = text.trim().to_lowercase();
     let mut words = lower.split_whitespace().peekable();
@@ -335,11 +343,16 @@ fn lift_children(tree: &mut Vec<Node>) {
             && children.len() >= 2
             && children.iter().all(|c| c.obs_entities.len() == 1)
             && {
-                let mut seen: Vec<&str> = children.iter().map(|c| c.obs_entities[0].as_str()).collect();
+                let mut seen: Vec<&str> = children
+                    .iter()
+                    .map(|c| c.obs_entities[0].as_str())
+                    .collect();
                 seen.sort_unstable();
                 seen.dedup();
                 seen.len() == children.len()
-                    && seen.iter().all(|e| parent.obs_entities.iter().any(|p| p == e))
+                    && seen
+                        .iter()
+                        .all(|e| parent.obs_entities.iter().any(|p| p == e))
             };
         if liftable {
             for mut child in children {
@@ -414,7 +427,11 @@ fn map_one(
     reference: &Reference,
 ) -> Result<Observation, EmbedError> {
     let mut issue = Issue::NoIssues;
-    let summary = raw.summary_sentence.as_deref().map(str::trim).filter(|s| !s.is_empty());
+    let summary = raw
+        .summary_sentence
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty());
     let name = raw.name.as_deref().map(str::trim).filter(|s| !s.is_empty());
 
     // Regions, with distances split off; a bare side ("left", "bilateral") is no region, it
@@ -494,17 +511,27 @@ fn map_one(
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for entity in &obs_entities {
         if let Some(info) = reference.finding(entity) {
-            info.parents.iter().for_each(|p| push_unique(&mut parents, p));
+            info.parents
+                .iter()
+                .for_each(|p| push_unique(&mut parents, p));
             push_unique(&mut categories, &info.category);
-            info.subcategories.iter().for_each(|s| push_unique(&mut subcategories, s));
-            info.default_regions.iter().for_each(|d| push_unique(&mut defaults, d));
+            info.subcategories
+                .iter()
+                .for_each(|s| push_unique(&mut subcategories, s));
+            info.default_regions
+                .iter()
+                .for_each(|d| push_unique(&mut defaults, d));
         }
     }
 
     // Probability and modifiers, all matched against every modifier type.
     let mut probability: Option<String> = None;
     let mut modifiers = Modifiers::default();
-    let raw_probability = raw.probability.as_deref().map(str::trim).filter(|p| !p.is_empty());
+    let raw_probability = raw
+        .probability
+        .as_deref()
+        .map(str::trim)
+        .filter(|p| !p.is_empty());
     for text in raw_probability.into_iter().chain(strs(&raw.modifiers)) {
         let Some(hit) = concepts.best(ConceptKind::Modifier, text)? else {
             continue;
@@ -518,7 +545,10 @@ fn map_one(
         }
     }
     let child_type = raw.child_type.as_deref().filter(|c| !c.is_empty());
-    let (certainty, positiveness) = match probability.as_deref().and_then(|p| reference.probability(p)) {
+    let (certainty, positiveness) = match probability
+        .as_deref()
+        .and_then(|p| reference.probability(p))
+    {
         Some(meaning) => meaning,
         None => {
             if raw_probability.is_some() {
@@ -613,7 +643,11 @@ fn map_one(
         } else {
             Laterality::Left
         };
-        regions.retain(|r| reference.region(&r.region).is_none_or(|i| i.laterality != other));
+        regions.retain(|r| {
+            reference
+                .region(&r.region)
+                .is_none_or(|i| i.laterality != other)
+        });
         let mut fixed = regions.len() != before;
         for r in &mut regions {
             if let Some(one_side) = reference
@@ -651,7 +685,10 @@ fn map_one(
             }
         }
         match merged.iter_mut().find(|m| m.region == r.region) {
-            Some(existing) => r.distances.iter().for_each(|d| push_unique(&mut existing.distances, d)),
+            Some(existing) => r
+                .distances
+                .iter()
+                .for_each(|d| push_unique(&mut existing.distances, d)),
             None => merged.push(r),
         }
     }
@@ -782,9 +819,18 @@ mod tests {
 
     #[test]
     fn laterality_keywords() {
-        assert_eq!(keyword_laterality(["left effusion"]), Some(Laterality::Left));
-        assert_eq!(keyword_laterality(["bibasilar opacities"]), Some(Laterality::Bilateral));
-        assert_eq!(keyword_laterality(["left and right"]), Some(Laterality::Bilateral));
+        assert_eq!(
+            keyword_laterality(["left effusion"]),
+            Some(Laterality::Left)
+        );
+        assert_eq!(
+            keyword_laterality(["bibasilar opacities"]),
+            Some(Laterality::Bilateral)
+        );
+        assert_eq!(
+            keyword_laterality(["left and right"]),
+            Some(Laterality::Bilateral)
+        );
         assert_eq!(keyword_laterality(["cardiomegaly"]), None);
     }
 

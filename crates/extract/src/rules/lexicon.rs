@@ -17,6 +17,7 @@ use cxrlake_refdefs::{ChangeKind, Laterality, RefDefs};
 const NORMAL_FINDINGS: &[&str] = &[
     "no acute cardiopulmonary process",
     "normal heart size",
+    "normal cardiomediastinal silhouette",
     "clear lungs",
 ];
 
@@ -64,19 +65,28 @@ const STATEMENT_PHRASES: &[(&str, &str)] = &[
     ("cardiac silhouette is normal", "normal heart size"),
     (
         "cardiomediastinal silhouette is within normal limits",
-        "normal heart size",
+        "normal cardiomediastinal silhouette",
     ),
     (
         "cardiomediastinal silhouette is normal",
-        "normal heart size",
+        "normal cardiomediastinal silhouette",
     ),
-    ("cardiomediastinal contours are normal", "normal heart size"),
+    (
+        "cardiomediastinal contours are normal",
+        "normal cardiomediastinal silhouette",
+    ),
     (
         "cardiomediastinal contours are within normal limits",
-        "normal heart size",
+        "normal cardiomediastinal silhouette",
     ),
-    ("normal cardiomediastinal contours", "normal heart size"),
-    ("normal cardiomediastinal silhouette", "normal heart size"),
+    (
+        "normal cardiomediastinal contours",
+        "normal cardiomediastinal silhouette",
+    ),
+    (
+        "normal cardiomediastinal silhouette",
+        "normal cardiomediastinal silhouette",
+    ),
     ("heart is enlarged", "cardiomegaly"),
     ("heart is mildly enlarged", "cardiomegaly"),
     ("heart is moderately enlarged", "cardiomegaly"),

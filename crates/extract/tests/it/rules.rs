@@ -387,6 +387,12 @@ fn normal_statements_are_observations() {
         summary(&observe("No acute cardiopulmonary process.")),
         pairs(&[("no acute cardiopulmonary process", "positive")])
     );
+    assert_eq!(
+        summary(&observe(
+            "The cardiomediastinal silhouette is within normal limits."
+        )),
+        pairs(&[("normal cardiomediastinal silhouette", "positive")])
+    );
     let enlarged = observe("The heart is mildly enlarged.");
     assert_eq!(summary(&enlarged), pairs(&[("cardiomegaly", "positive")]));
     assert_eq!(enlarged[0].modifiers, ["mildly"]);

@@ -79,12 +79,16 @@ async fn map_and_graph_build_consistent_scene_graphs() {
         chunk_patients: 7,
         ..MapOptions::default()
     };
-    let mapped = cxrlake_pipeline::map::run(&lake, &defs, &map).await.expect("map");
+    let mapped = cxrlake_pipeline::map::run(&lake, &defs, &map)
+        .await
+        .expect("map");
     assert!(mapped.observations > 40, "{mapped}");
     assert_eq!(mapped.embedder, "lexical-1-d1024");
     assert_eq!(mapped.embedded, 0, "the lexical embedder is not cached");
     let graph = GraphOptions { chunk_patients: 7 };
-    let built = cxrlake_pipeline::graph::run(&lake, &defs, &graph).await.expect("graph");
+    let built = cxrlake_pipeline::graph::run(&lake, &defs, &graph)
+        .await
+        .expect("graph");
     assert_eq!(built.studies, 40, "{built}");
 
     // Mapped tags are reference tags; enumerations and quality levels are the paper's.
@@ -120,20 +124,27 @@ async fn map_and_graph_build_consistent_scene_graphs() {
         "SELECT count(*) FROM observations WHERE array_length(obs_entities) > 0",
     )
     .await;
-    assert!(resolved * 10 >= 9 * mapped.observations as i64, "{resolved} of {mapped}");
+    assert!(
+        resolved * 10 >= 9 * mapped.observations as i64,
+        "{resolved} of {mapped}"
+    );
     assert!(
         number(&lake, "SELECT count(DISTINCT laterality) FROM observations").await >= 3,
         "laterality is inferred"
     );
     // Negative statements stay negative: at most the merged duplicates are missing.
-    let negative = number(&lake, "SELECT count(*) FROM observations WHERE positiveness = 'neg'").await;
+    let negative = number(
+        &lake,
+        "SELECT count(*) FROM observations WHERE positiveness = 'neg'",
+    )
+    .await;
     let raw_negative = number(
         &lake,
         "SELECT count(*) FROM observations_raw WHERE probability IN ('negative', 'unlikely')",
     )
     .await;
-    let merged = number(&lake, "SELECT count(*) FROM observations_raw").await
-        - mapped.observations as i64;
+    let merged =
+        number(&lake, "SELECT count(*) FROM observations_raw").await - mapped.observations as i64;
     assert!(
         negative <= raw_negative && negative + merged >= raw_negative,
         "{negative} negative of {raw_negative} raw, {merged} merged"
@@ -145,7 +156,11 @@ async fn map_and_graph_build_consistent_scene_graphs() {
         number(&lake, "SELECT count(DISTINCT study_id) FROM reports").await
     );
     assert_eq!(
-        number(&lake, "SELECT sum(array_length(observations)) FROM scene_graphs").await,
+        number(
+            &lake,
+            "SELECT sum(array_length(observations)) FROM scene_graphs"
+        )
+        .await,
         number(&lake, "SELECT count(*) FROM observations").await
     );
     let graph_checks = [
@@ -216,7 +231,8 @@ async fn map_and_graph_build_consistent_scene_graphs() {
                     serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
                 let deviations = cxrlake_export::validate_scene_graph(&value);
                 assert!(deviations.is_empty(), "{}: {deviations:?}", path.display());
-                with_oind += usize::from(value["indication"]["answer_for_indication"]["obs_id"] == "OIND");
+                with_oind +=
+                    usize::from(value["indication"]["answer_for_indication"]["obs_id"] == "OIND");
                 files += 1;
             }
         }
@@ -231,8 +247,12 @@ async fn map_and_graph_build_consistent_scene_graphs() {
                 || o['obs_quality']['region_extract_quality'] \
                 FROM (SELECT study_id, unnest(observations) AS o FROM scene_graphs) ORDER BY 1";
     let before = strings(&lake, rows).await;
-    cxrlake_pipeline::map::run(&lake, &defs, &map).await.expect("map again");
-    cxrlake_pipeline::graph::run(&lake, &defs, &graph).await.expect("graph again");
+    cxrlake_pipeline::map::run(&lake, &defs, &map)
+        .await
+        .expect("map again");
+    cxrlake_pipeline::graph::run(&lake, &defs, &graph)
+        .await
+        .expect("graph again");
     let after = strings(&lake, rows).await;
     assert_eq!(before, after);
 }
@@ -259,7 +279,11 @@ async fn match_concept_maps_paraphrases_and_refuses_unknown_kinds() {
             let batches = ctx.sql(sql).await?.collect().await?;
             let column = cast(batches[0].column(0), &DataType::Utf8)?;
             Ok::<_, datafusion::error::DataFusionError>(
-                column.as_string::<i32>().iter().map(|v| v.map(str::to_string)).collect::<Vec<_>>(),
+                column
+                    .as_string::<i32>()
+                    .iter()
+                    .map(|v| v.map(str::to_string))
+                    .collect::<Vec<_>>(),
             )
         }
     };
@@ -272,7 +296,12 @@ async fn match_concept_maps_paraphrases_and_refuses_unknown_kinds() {
     .await
     .expect("match");
     assert_eq!(tags[0].as_deref(), Some("pleural effusion"));
-    assert!(tags[1].as_deref().is_some_and(|t| t.ends_with("pleural effusion")), "{tags:?}");
+    assert!(
+        tags[1]
+            .as_deref()
+            .is_some_and(|t| t.ends_with("pleural effusion")),
+        "{tags:?}"
+    );
     assert_eq!(tags[2].as_deref(), Some("left lower lobe"));
     assert!(tags[3].is_some(), "{tags:?}");
     assert!(tags[4].is_some(), "{tags:?}");
@@ -281,7 +310,11 @@ async fn match_concept_maps_paraphrases_and_refuses_unknown_kinds() {
     let err = run("SELECT match_concept('effusion', 'organ')")
         .await
         .expect_err("unknown kind");
-    assert!(err.to_string().contains("is not one of finding, region, modifier, change"), "{err}");
+    assert!(
+        err.to_string()
+            .contains("is not one of finding, region, modifier, change"),
+        "{err}"
+    );
 }
 
 fn required_path(var: &str) -> std::path::PathBuf {
@@ -308,7 +341,9 @@ async fn onnx_embedder_maps_once_and_reuses_the_embeddings_cache() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (lake, defs) = extracted_lake(dir.path(), 12, 21).await;
 
-    let first = cxrlake_pipeline::map::run(&lake, &defs, &options).await.expect("map");
+    let first = cxrlake_pipeline::map::run(&lake, &defs, &options)
+        .await
+        .expect("map");
     assert!(first.embedder.starts_with("onnx:"), "{first}");
     assert_eq!(first.cached, 0, "{first}");
     // Every reference name and synonym plus the distinct extracted texts.
@@ -319,7 +354,11 @@ async fn onnx_embedder_maps_once_and_reuses_the_embeddings_cache() {
         first.embedded as i64
     );
     assert_eq!(
-        number(&lake, "SELECT count(*) FROM embeddings WHERE array_length(vector) <> 384").await,
+        number(
+            &lake,
+            "SELECT count(*) FROM embeddings WHERE array_length(vector) <> 384"
+        )
+        .await,
         0,
         "all-MiniLM-L6-v2 vectors"
     );
@@ -330,13 +369,18 @@ async fn onnx_embedder_maps_once_and_reuses_the_embeddings_cache() {
         "SELECT count(*) FROM observations WHERE array_length(obs_entities) > 0",
     )
     .await;
-    assert!(resolved * 10 >= 9 * first.observations as i64, "{resolved} of {first}");
+    assert!(
+        resolved * 10 >= 9 * first.observations as i64,
+        "{resolved} of {first}"
+    );
     let rows = "SELECT study_id || obs_id || array_to_string(obs_entities, ',') || positiveness \
                 FROM observations ORDER BY 1";
     let before = strings(&lake, rows).await;
 
     // The rerun reads every vector back from the cache and maps identically.
-    let second = cxrlake_pipeline::map::run(&lake, &defs, &options).await.expect("map again");
+    let second = cxrlake_pipeline::map::run(&lake, &defs, &options)
+        .await
+        .expect("map again");
     assert_eq!(second.embedded, 0, "{second}");
     assert_eq!(second.cached, first.embedded, "{second}");
     assert_eq!(strings(&lake, rows).await, before);
