@@ -50,16 +50,18 @@ pub enum ExportError {
         /// The missing column names, comma-separated.
         missing: String,
     },
-    /// A column has a type the export cannot write as JSON.
+    /// A column has a type that does not fit D.1 (or has no JSON form).
     #[error(
-        "scene_graphs column {column} has type {data_type}, which has no JSON form; \
+        "scene_graphs column {column} has type {data_type}, expected {expected}; \
          rerun `cxrlake run graph` to rewrite the table with its schema"
     )]
     UnsupportedType {
-        /// Column path (`observations.localization`).
+        /// Column path (`scene_graphs.observations.localization`).
         column: String,
         /// The Arrow type.
         data_type: String,
+        /// What D.1 needs there.
+        expected: &'static str,
     },
     /// A patient or study id that does not follow the MIMIC pattern.
     #[error(

@@ -28,14 +28,14 @@
 //! carries cxrlake's provenance, `extractor` and `embedder`. [`d1`] lists the keys and
 //! enumerations; [`validate_scene_graph`] checks a value against them.
 
+mod columns;
 pub mod d1;
 pub mod error;
 mod files;
 mod layout;
-mod ordered;
 pub mod scene_graphs;
 mod validate;
-mod values;
+mod writer;
 
 pub use error::{ExportError, Result};
 pub use scene_graphs::{

@@ -6,9 +6,9 @@
 //!                                   duplicates)     in flight)     → atomic write
 //! ```
 //!
-//! Each batch is read through one [`Column`] tree built once, turned into `serde_json` values,
-//! reshaped by [`crate::layout`] (lists keyed by id → dicts, nulls → `[]`/`{}`) and written as
-//! compact UTF-8 JSON with a trailing newline, keys in D.1 order.
+//! Each batch is bound to the D.1 layout once ([`crate::writer`]); every row is then written
+//! straight to bytes (lists keyed by id → dicts, nulls → `[]`/`{}`, keys in D.1 order) as compact
+//! UTF-8 JSON with a trailing newline.
 
 use std::collections::{HashSet, VecDeque};
 use std::fmt;
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StructArray};
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use arrow::compute::cast;
 use arrow::datatypes::DataType;
 use cxrlake_lake::Lake;
@@ -24,15 +24,13 @@ use datafusion::error::DataFusionError;
 use datafusion::physical_plan::SendableRecordBatchStream;
 use futures::StreamExt;
 use rayon::prelude::*;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::error::{ExportError, Result};
 use crate::files::write_atomic;
-use crate::layout::{self, Node, Shape};
-use crate::ordered::InOrder;
-use crate::values::Column;
+use crate::writer::{SceneGraphWriter, root_column};
 
 /// The lake table this export reads.
 const TABLE: &str = "scene_graphs";
@@ -106,14 +104,13 @@ impl fmt::Display for ExportSummary {
 /// `p10/p10000032/s50414267.scene_graph.json` (`pXX` = the first three characters of the
 /// prefixed patient id).
 pub fn study_path(patient_id: &str, study_id: &str) -> PathBuf {
+    patient_folder(patient_id).join(format!("{study_id}{SCENE_GRAPH_SUFFIX}"))
+}
+
+/// `p10/p10000032`.
+fn patient_folder(patient_id: &str) -> PathBuf {
     let group = patient_id.get(..3).unwrap_or(patient_id);
-    [
-        group,
-        patient_id,
-        &format!("{study_id}{SCENE_GRAPH_SUFFIX}"),
-    ]
-    .iter()
-    .collect()
+    [group, patient_id].iter().collect()
 }
 
 /// One `scene_graphs` row as its D.1 JSON object.
@@ -124,7 +121,19 @@ pub fn scene_graph_json(batch: &RecordBatch, row: usize) -> Result<Value> {
             rows: batch.num_rows(),
         });
     }
-    SceneGraphRows::new(batch)?.json(row)
+    let root = root_column(batch)?;
+    let writer = SceneGraphWriter::new(&root)?;
+    let mut bytes = Vec::new();
+    write_row(&writer, row, &mut bytes)?;
+    Ok(serde_json::from_slice(&bytes)?)
+}
+
+/// Appends row `row` as JSON, naming the study if it does not fit D.1.
+fn write_row(writer: &SceneGraphWriter<'_>, row: usize, out: &mut Vec<u8>) -> Result<()> {
+    writer.write(row, out).map_err(|detail| ExportError::Shape {
+        study_id: writer.ids(row).1.unwrap_or("(null)").to_string(),
+        detail,
+    })
 }
 
 /// Writes the lake's `scene_graphs` (optionally filtered) as one JSON file per study.
@@ -327,150 +336,67 @@ fn text_column(batch: &RecordBatch, name: &str) -> Result<ArrayRef> {
     Ok(cast(column, &DataType::Utf8)?)
 }
 
+/// Bytes reserved per file (typical graphs take 10–30 kB).
+const FILE_CAPACITY: usize = 32 * 1024;
+
 /// Writes every row of `batch` as a file under `out_dir`, rows in parallel.
 fn write_batch(out_dir: &Path, batch: &RecordBatch) -> Result<Written> {
-    let rows = SceneGraphRows::new(batch)?;
+    let root = root_column(batch)?;
+    let writer = SceneGraphWriter::new(&root)?;
+    create_folders(out_dir, &writer, batch.num_rows())?;
     (0..batch.num_rows())
         .into_par_iter()
-        .map(|row| write_study(out_dir, &rows, row))
+        .map_init(
+            || Vec::with_capacity(FILE_CAPACITY),
+            |bytes, row| write_study(out_dir, &writer, row, bytes),
+        )
         .try_reduce(Written::default, |a, b| Ok(a.add(b)))
 }
 
-fn write_study(out_dir: &Path, rows: &SceneGraphRows, row: usize) -> Result<Written> {
-    let value = rows.json(row)?;
-    let id = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default();
-    let path = out_dir.join(study_path(id("patient_id"), id("study_id")));
-    let node = &layout::ROOT;
-    let mut bytes = serde_json::to_vec(&InOrder {
-        node,
-        value: &value,
-    })?;
+/// Creates the patient folders of a batch's studies, each once.
+fn create_folders(out_dir: &Path, writer: &SceneGraphWriter<'_>, rows: usize) -> Result<()> {
+    let mut patients = HashSet::new();
+    for row in 0..rows {
+        if let (Some(patient_id), _) = writer.ids(row)
+            && patients.insert(patient_id)
+        {
+            let folder = out_dir.join(patient_folder(patient_id));
+            std::fs::create_dir_all(&folder).map_err(|source| ExportError::Io {
+                path: folder,
+                source,
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes one study's file (its folder exists), reusing `bytes` as the buffer.
+fn write_study(
+    out_dir: &Path,
+    writer: &SceneGraphWriter<'_>,
+    row: usize,
+    bytes: &mut Vec<u8>,
+) -> Result<Written> {
+    bytes.clear();
+    write_row(writer, row, bytes)?;
     bytes.push(b'\n');
-    let io_error = |source| ExportError::Io {
+    let (patient_id, study_id) = writer.ids(row);
+    let path = out_dir.join(study_path(
+        patient_id.unwrap_or_default(),
+        study_id.unwrap_or_default(),
+    ));
+    write_atomic(&path, bytes).map_err(|source| ExportError::Io {
         path: path.clone(),
         source,
-    };
-    if let Some(folder) = path.parent() {
-        std::fs::create_dir_all(folder).map_err(io_error)?;
-    }
-    write_atomic(&path, &bytes).map_err(io_error)?;
+    })?;
     Ok(Written {
         studies: 1,
         bytes: bytes.len() as u64,
     })
 }
 
-/// The rows of one `scene_graphs` batch, read as D.1 objects.
-struct SceneGraphRows {
-    root: Column,
-}
-
-impl SceneGraphRows {
-    fn new(batch: &RecordBatch) -> Result<Self> {
-        let schema = batch.schema();
-        let mut indices = Vec::new();
-        let mut missing = Vec::new();
-        for key in layout::ROOT.keys() {
-            match schema.index_of(key) {
-                Ok(index) => indices.push(index),
-                Err(_) => missing.push(key),
-            }
-        }
-        if !missing.is_empty() {
-            return Err(ExportError::MissingColumns {
-                missing: missing.join(", "),
-            });
-        }
-        let root: ArrayRef = Arc::new(StructArray::from(batch.project(&indices)?));
-        Ok(Self {
-            root: Column::new(TABLE, &root)?,
-        })
-    }
-
-    fn json(&self, row: usize) -> Result<Value> {
-        let value = self.root.value(row);
-        let study_id = value
-            .get("study_id")
-            .and_then(Value::as_str)
-            .unwrap_or("(null)")
-            .to_string();
-        reshape_object(&layout::ROOT, value)
-            .map_err(|detail| ExportError::Shape { study_id, detail })
-    }
-}
-
-/// An Arrow struct value as the D.1 object `node`: its keys in order, each value reshaped.
-fn reshape_object(node: &Node, value: Value) -> Result<Value, String> {
-    let mut fields = match value {
-        Value::Object(fields) => fields,
-        Value::Null => Map::new(),
-        other => return Err(format!("a {} is {other}, not a struct", node.name)),
-    };
-    let mut object = Map::new();
-    for (key, shape) in node.fields {
-        // Reuse the key string read from Arrow; a missing struct field reads as null.
-        let (key, value) = fields
-            .remove_entry(*key)
-            .unwrap_or_else(|| ((*key).to_string(), Value::Null));
-        let value = reshape(*shape, value)?;
-        object.insert(key, value);
-    }
-    Ok(Value::Object(object))
-}
-
-fn reshape(shape: Shape, value: Value) -> Result<Value, String> {
-    Ok(match (shape, value) {
-        (Shape::Scalar(_), value) => value,
-        (Shape::Optional(_), Value::Null) => Value::Null,
-        (Shape::Optional(node) | Shape::Fixed(node), value) => reshape_object(node, value)?,
-        (Shape::List(_) | Shape::Boxes | Shape::Objects(_), Value::Null) => Value::Array(vec![]),
-        (Shape::Dict(..) | Shape::LevelDict, Value::Null) => Value::Object(Map::new()),
-        (Shape::List(_) | Shape::Boxes, list @ Value::Array(_)) => list,
-        (Shape::Objects(node), Value::Array(items)) => Value::Array(
-            items
-                .into_iter()
-                .map(|item| reshape_object(node, item))
-                .collect::<Result<_, _>>()?,
-        ),
-        (Shape::Dict(node, key), Value::Array(items)) => {
-            let mut dict = Map::new();
-            for item in items {
-                let item = reshape_object(node, item)?;
-                let id = item.get(key).and_then(Value::as_str).map(str::to_string);
-                let Some(id) = id else {
-                    return Err(format!("a {} has no {key}", node.name));
-                };
-                if dict.insert(id.clone(), item).is_some() {
-                    return Err(format!("two {} entries have {key} {id}", node.name));
-                }
-            }
-            Value::Object(dict)
-        }
-        (Shape::LevelDict, Value::Array(items)) => {
-            let mut dict = Map::new();
-            for mut item in items {
-                let Some(image_id) = item.get("image_id").and_then(Value::as_str) else {
-                    return Err("a per-image localization quality has no image_id".into());
-                };
-                let image_id = image_id.to_string();
-                let level = item
-                    .get_mut("localization_quality")
-                    .map(Value::take)
-                    .unwrap_or_default();
-                if dict.insert(image_id.clone(), level).is_some() {
-                    return Err(format!("image {image_id} has two localization qualities"));
-                }
-            }
-            Value::Object(dict)
-        }
-        (_, other) => return Err(format!("expected a list, found {other}")),
-    })
-}
-
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     #[test]
@@ -488,24 +414,6 @@ mod tests {
         for bad in ["10000032", "p1", "p1000003x", "P10000032", "p../etc", ""] {
             assert!(!is_id(bad, 'p', 2), "{bad}");
         }
-    }
-
-    #[test]
-    fn lists_keyed_by_id_become_dicts_and_nulls_become_empty() {
-        let modifiers = reshape(Shape::Fixed(&layout::MODIFIERS), Value::Null).expect("shape");
-        assert_eq!(
-            modifiers,
-            json!({"severity": [], "texture": [], "spread": [], "temporal": []})
-        );
-        let levels = reshape(
-            Shape::LevelDict,
-            json!([{"image_id": "a", "localization_quality": "BOX_LOCALIZATION"}]),
-        )
-        .expect("shape");
-        assert_eq!(levels, json!({"a": "BOX_LOCALIZATION"}));
-        let twice = json!([{"region": "heart"}, {"region": "heart"}]);
-        let err = reshape(Shape::Dict(&layout::REGION, "region"), twice).expect_err("duplicate");
-        assert_eq!(err, "two region entries have region heart");
     }
 
     #[test]
