@@ -56,7 +56,8 @@ fn main() {
     );
 
     let started = Instant::now();
-    let index = ConceptIndex::new(&defs, Arc::new(lexical), 0.5, Default::default()).expect("index");
+    let index =
+        ConceptIndex::new(&defs, Arc::new(lexical), 0.5, Default::default()).expect("index");
     println!(
         "concept index (lexical, {} reference texts): built in {:.3} s",
         ConceptIndex::reference_texts(&defs).len(),
@@ -65,7 +66,12 @@ fn main() {
     let started = Instant::now();
     let mut resolved = 0;
     for query in &queries {
-        resolved += usize::from(index.best(ConceptKind::Finding, query).expect("match").is_some());
+        resolved += usize::from(
+            index
+                .best(ConceptKind::Finding, query)
+                .expect("match")
+                .is_some(),
+        );
     }
     let seconds = started.elapsed().as_secs_f64();
     println!(
@@ -75,7 +81,10 @@ fn main() {
     );
 
     let vars = ["ORT_DYLIB_PATH", "ONNX_TEST_MODEL", "ONNX_TEST_TOKENIZER"];
-    if vars.iter().any(|v| std::env::var_os(v).is_none_or(|x| x.is_empty())) {
+    if vars
+        .iter()
+        .any(|v| std::env::var_os(v).is_none_or(|x| x.is_empty()))
+    {
         println!("onnx embedder: skipped ({} not set)", vars.join(", "));
         return;
     }
@@ -108,7 +117,9 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
             let path = entry.path();
             if path.is_dir() {
                 stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "txt") && path.to_string_lossy().contains("/files/") {
+            } else if path.extension().is_some_and(|e| e == "txt")
+                && path.to_string_lossy().contains("/files/")
+            {
                 out.push(path);
             }
         }

@@ -26,7 +26,7 @@ use serde_json::json;
 use sha2::Digest;
 
 use crate::error::{PipelineError, Result};
-use crate::stage::{ChunkedStage, collect, count, sql_hash};
+use crate::stage::{ChunkedStage, collect, count, first_column_strings, sql_hash};
 
 /// Stage name (= SQL file name = module name).
 pub const STAGE: &str = "map";
@@ -166,7 +166,7 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &MapOptions) -> Result<Ma
     let mut texts = Vec::new();
     let mut preloaded = HashMap::new();
     if !embedder.is_cheap() {
-        texts = strings(&collect(&ctx, STAGE, TEXTS_SQL).await?)?;
+        texts = first_column_strings(STAGE, &collect(&ctx, STAGE, TEXTS_SQL).await?)?;
         texts.extend(ConceptIndex::reference_texts(defs));
         preloaded = read_cache(&ctx, embedder.id(), &texts).await?;
     }
@@ -212,23 +212,6 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &MapOptions) -> Result<Ma
         cached,
         seconds: started.elapsed().as_secs_f64(),
     })
-}
-
-/// The strings of the first column.
-fn strings(batches: &[RecordBatch]) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    for batch in batches {
-        let column = cast(batch.column(0), &DataType::Utf8)
-            .map_err(|e| PipelineError::query(STAGE, e.into()))?;
-        out.extend(
-            column
-                .as_string::<i32>()
-                .iter()
-                .flatten()
-                .map(str::to_string),
-        );
-    }
-    Ok(out)
 }
 
 fn text_hash(text: &str) -> String {

@@ -181,6 +181,26 @@ pub(crate) fn register(
     Ok(())
 }
 
+/// The non-null values of the first column of `batches` as strings.
+pub(crate) fn first_column_strings(
+    stage: &'static str,
+    batches: &[RecordBatch],
+) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for batch in batches {
+        let column = cast(batch.column(0), &DataType::Utf8)
+            .map_err(|e| PipelineError::query(stage, e.into()))?;
+        out.extend(
+            column
+                .as_string::<i32>()
+                .iter()
+                .flatten()
+                .map(str::to_string),
+        );
+    }
+    Ok(out)
+}
+
 /// `(first, last)` patient ids of consecutive chunks of `per_chunk` patients of `table`, in id
 /// order.
 pub(crate) async fn patient_ranges(
@@ -195,18 +215,7 @@ pub(crate) async fn patient_ranges(
         &format!("SELECT DISTINCT patient_id FROM {table} ORDER BY patient_id"),
     )
     .await?;
-    let mut ids = Vec::new();
-    for batch in &batches {
-        let column = cast(batch.column(0), &DataType::Utf8)
-            .map_err(|e| PipelineError::query(stage, e.into()))?;
-        ids.extend(
-            column
-                .as_string::<i32>()
-                .iter()
-                .flatten()
-                .map(str::to_string),
-        );
-    }
+    let ids = first_column_strings(stage, &batches)?;
     Ok(ids
         .chunks(per_chunk.max(1))
         .map(|chunk| (chunk[0].clone(), chunk[chunk.len() - 1].clone()))

@@ -18,9 +18,9 @@ use datafusion::logical_expr::{
 use super::Naming;
 use super::calls::{BATCH_ROWS, ask};
 use super::output::{
-    Failure, IndicationRow, findings_at, indication_type, string_at, to_array, utf8_arg,
-    utf8_list_arg,
+    Failure, IndicationRow, findings_at, indication_type, string_at, utf8_arg, utf8_list_arg,
 };
+use crate::rows::encode_rows;
 
 /// Most tokens of an indication answer.
 const MAX_TOKENS: u32 = 1024;
@@ -103,6 +103,9 @@ impl AsyncScalarUDFImpl for LlmExtractIndicationFunc {
             .iter()
             .map(|(indication, failure)| IndicationRow::new(indication.as_ref(), failure.clone()))
             .collect();
-        Ok(ColumnarValue::Array(to_array(&rows, &indication_type())?))
+        Ok(ColumnarValue::Array(encode_rows(
+            &rows,
+            &indication_type(),
+        )?))
     }
 }

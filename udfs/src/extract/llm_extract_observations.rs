@@ -16,9 +16,8 @@ use datafusion::logical_expr::{
 
 use super::Naming;
 use super::calls::{BATCH_ROWS, ask};
-use super::output::{
-    Failure, ObservationsRow, list_strs, observations_type, to_array, utf8_list_arg,
-};
+use super::output::{Failure, ObservationsRow, list_strs, observations_type, utf8_list_arg};
+use crate::rows::encode_rows;
 
 /// Most tokens of an observation answer.
 const MAX_TOKENS: u32 = 2048;
@@ -95,6 +94,9 @@ impl AsyncScalarUDFImpl for LlmExtractObservationsFunc {
             .iter()
             .map(|(observations, failure)| ObservationsRow::new(observations, failure.clone()))
             .collect();
-        Ok(ColumnarValue::Array(to_array(&rows, &observations_type())?))
+        Ok(ColumnarValue::Array(encode_rows(
+            &rows,
+            &observations_type(),
+        )?))
     }
 }

@@ -18,7 +18,8 @@ use datafusion::logical_expr::{
 
 use super::Naming;
 use super::calls::{BATCH_ROWS, ask};
-use super::output::{Failure, SentencesRow, sentences_type, string_at, to_array, utf8_arg};
+use super::output::{Failure, SentencesRow, sentences_type, string_at, utf8_arg};
+use crate::rows::encode_rows;
 
 /// Most tokens of a sentence-extraction answer (a long report has ~40 sentences).
 const MAX_TOKENS: u32 = 4096;
@@ -131,6 +132,6 @@ impl AsyncScalarUDFImpl for LlmExtractSentencesFunc {
             .iter()
             .map(|(sentences, failure)| SentencesRow::new(sentences, failure.clone()))
             .collect();
-        Ok(ColumnarValue::Array(to_array(&rows, &sentences_type())?))
+        Ok(ColumnarValue::Array(encode_rows(&rows, &sentences_type())?))
     }
 }

@@ -1,13 +1,11 @@
 //! The result structs of the extraction functions: their Arrow types and the conversion from
 //! the extraction crate's values, shared by both backends.
 
-use std::sync::Arc;
-
 use cxrlake_extract::{Indication, RawObservation, Sentence, clusters};
 use cxrlake_schemas::types::{key, list_of, struct_list, text, text_list};
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, StructArray, new_empty_array};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Fields, Schema};
+use datafusion::arrow::datatypes::{DataType, Field, Fields};
 use datafusion::common::{Result, exec_err};
 use serde::Serialize;
 
@@ -209,22 +207,6 @@ impl<'a> IndicationRow<'a> {
             indication,
             failure,
         }
-    }
-}
-
-/// Converts rows to a struct array of `data_type` (one of the `*_type` functions).
-pub(crate) fn to_array<S: Serialize>(rows: &[S], data_type: &DataType) -> Result<ArrayRef> {
-    let DataType::Struct(fields) = data_type else {
-        return exec_err!("extraction output type must be a struct, not {data_type}");
-    };
-    let schema = Arc::new(Schema::new(fields.clone()));
-    let mut decoder = arrow_json::ReaderBuilder::new(schema)
-        .with_batch_size(rows.len().max(1))
-        .build_decoder()?;
-    decoder.serialize(rows)?;
-    match decoder.flush()? {
-        Some(batch) => Ok(Arc::new(StructArray::from(batch))),
-        None => Ok(new_empty_array(data_type)),
     }
 }
 

@@ -13,9 +13,9 @@ use datafusion::logical_expr::{
 
 use super::Naming;
 use super::output::{
-    Failure, IndicationRow, findings_at, indication_type, string_at, to_array, utf8_arg,
-    utf8_list_arg,
+    Failure, IndicationRow, findings_at, indication_type, string_at, utf8_arg, utf8_list_arg,
 };
+use crate::rows::encode_rows;
 
 /// The `rules_extract_indication` scalar function.
 #[derive(Debug)]
@@ -67,6 +67,9 @@ impl ScalarUDFImpl for RulesExtractIndicationFunc {
             .iter()
             .map(|i| IndicationRow::new(i.as_ref(), Failure::default()))
             .collect();
-        Ok(ColumnarValue::Array(to_array(&rows, &indication_type())?))
+        Ok(ColumnarValue::Array(encode_rows(
+            &rows,
+            &indication_type(),
+        )?))
     }
 }

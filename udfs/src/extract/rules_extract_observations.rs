@@ -11,9 +11,8 @@ use datafusion::logical_expr::{
 };
 
 use super::Naming;
-use super::output::{
-    Failure, ObservationsRow, list_strs, observations_type, to_array, utf8_list_arg,
-};
+use super::output::{Failure, ObservationsRow, list_strs, observations_type, utf8_list_arg};
+use crate::rows::encode_rows;
 
 /// The `rules_extract_observations` scalar function.
 #[derive(Debug)]
@@ -62,6 +61,9 @@ impl ScalarUDFImpl for RulesExtractObservationsFunc {
             .iter()
             .map(|o| ObservationsRow::new(o, Failure::default()))
             .collect();
-        Ok(ColumnarValue::Array(to_array(&rows, &observations_type())?))
+        Ok(ColumnarValue::Array(encode_rows(
+            &rows,
+            &observations_type(),
+        )?))
     }
 }

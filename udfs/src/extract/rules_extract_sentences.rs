@@ -12,7 +12,8 @@ use datafusion::logical_expr::{
 };
 
 use super::Naming;
-use super::output::{Failure, SentencesRow, sentences_type, string_at, to_array, utf8_arg};
+use super::output::{Failure, SentencesRow, sentences_type, string_at, utf8_arg};
+use crate::rows::encode_rows;
 
 /// The `rules_extract_sentences` scalar function.
 #[derive(Debug)]
@@ -58,6 +59,6 @@ impl ScalarUDFImpl for RulesExtractSentencesFunc {
             .iter()
             .map(|s| SentencesRow::new(s, Failure::default()))
             .collect();
-        Ok(ColumnarValue::Array(to_array(&rows, &sentences_type())?))
+        Ok(ColumnarValue::Array(encode_rows(&rows, &sentences_type())?))
     }
 }

@@ -6,31 +6,20 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
 use cxrlake_pipeline::evaluate::{FindingRow, NORMAL_STATEMENTS, observations_vs_truth};
-use cxrlake_pipeline::extract::ExtractOptions;
 use cxrlake_pipeline::map::MapOptions;
 use cxrlake_refdefs::RefDefs;
-use cxrlake_synth::{SynthOptions, generate};
 use datafusion::arrow::array::{ArrayRef, AsArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 
+use crate::common::extracted_lake;
+
 /// A lake with `studies` synthetic studies ingested, extracted and mapped; the corpus (with its
 /// `ground_truth.jsonl`) is in `dir/corpus`.
 async fn mapped_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
-    let corpus = dir.join("corpus");
-    generate(&SynthOptions::new(studies, seed, &corpus)).expect("synth");
-    let lake = Lake::open_url(dir.join("lake").to_str().expect("utf8")).expect("open");
-    lake.init().await.expect("init");
-    ingest(&lake, &IngestOptions::new(vec![corpus]))
-        .await
-        .expect("ingest");
-    let defs = RefDefs::embedded().expect("refdefs");
-    cxrlake_pipeline::extract::run(&lake, &defs, &ExtractOptions::default())
-        .await
-        .expect("extract");
+    let (lake, defs) = extracted_lake(dir, studies, seed).await;
     cxrlake_pipeline::map::run(&lake, &defs, &MapOptions::default())
         .await
         .expect("map");

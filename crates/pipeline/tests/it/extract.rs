@@ -10,40 +10,10 @@ use cxrlake_llm::LlmConfig;
 use cxrlake_pipeline::extract::{Backend, ExtractOptions, run, statements};
 use cxrlake_refdefs::RefDefs;
 use cxrlake_synth::{SynthOptions, generate};
-use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 
+use crate::common::{number, strings};
 use crate::llm_server::ExtractionServer;
-
-async fn query(lake: &Lake, sql: &str) -> Vec<RecordBatch> {
-    let ctx = lake.session().await.expect("session");
-    ctx.sql(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .collect()
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-}
-
-async fn number(lake: &Lake, sql: &str) -> i64 {
-    let batches = query(lake, sql).await;
-    batches[0].column(0).as_primitive::<Int64Type>().value(0)
-}
-
-async fn strings(lake: &Lake, sql: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for batch in query(lake, sql).await {
-        let column: ArrayRef = cast(batch.column(0), &DataType::Utf8).expect("utf8");
-        out.extend(
-            column
-                .as_string::<i32>()
-                .iter()
-                .map(|v| v.unwrap_or("NULL").to_string()),
-        );
-    }
-    out
-}
 
 #[test]
 fn the_stage_sql_has_named_steps_and_tables() {

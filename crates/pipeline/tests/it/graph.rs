@@ -2,58 +2,21 @@
 //! observations use only reference tags and table 11 levels, and every scene graph is
 //! consistent with its observations, regions, images and indication.
 
-use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
-use cxrlake_pipeline::extract::ExtractOptions;
 use cxrlake_pipeline::graph::GraphOptions;
 use cxrlake_pipeline::localize::LocalizeOptions;
 use cxrlake_pipeline::map::{EmbedderChoice, MapOptions};
 use cxrlake_refdefs::RefDefs;
-use cxrlake_synth::{SynthOptions, generate};
-use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::array::AsArray;
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Int64Type};
+use datafusion::arrow::datatypes::DataType;
 
-async fn query(lake: &Lake, sql: &str) -> Vec<RecordBatch> {
-    let ctx = lake.session().await.expect("session");
-    ctx.sql(sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-        .collect()
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"))
-}
+use crate::common::{extracted_lake, number, strings};
 
-async fn number(lake: &Lake, sql: &str) -> i64 {
-    let batches = query(lake, sql).await;
-    let column = cast(batches[0].column(0), &DataType::Int64).expect("int64");
-    column.as_primitive::<Int64Type>().value(0)
-}
-
-async fn strings(lake: &Lake, sql: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for batch in query(lake, sql).await {
-        let column = cast(batch.column(0), &DataType::Utf8).expect("utf8");
-        out.extend(
-            column
-                .as_string::<i32>()
-                .iter()
-                .map(|v| v.unwrap_or("NULL").to_string()),
-        );
-    }
-    out
-}
-
-/// A lake with the synthetic corpus extracted (rules) and localized.
-async fn extracted_lake(dir: &std::path::Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
-    let corpus = dir.join("corpus");
-    generate(&SynthOptions::new(studies, seed, &corpus)).expect("synth");
-    let lake = Lake::open_url(dir.join("lake").to_str().expect("utf8")).expect("open");
-    lake.init().await.expect("init");
-    ingest(&lake, &IngestOptions::new(vec![corpus]))
-        .await
-        .expect("ingest");
-    let defs = RefDefs::embedded().expect("refdefs");
+/// A lake with the synthetic corpus extracted (rules), the reference tables loaded and
+/// localized.
+async fn localized_lake(dir: &std::path::Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
+    let (lake, defs) = extracted_lake(dir, studies, seed).await;
     for (table, batch) in defs.to_record_batches().expect("ref tables") {
         lake.write(table)
             .overwrite()
@@ -64,16 +27,13 @@ async fn extracted_lake(dir: &std::path::Path, studies: usize, seed: u64) -> (La
     cxrlake_pipeline::localize::run(&lake, &defs, &LocalizeOptions::default())
         .await
         .expect("localize");
-    cxrlake_pipeline::extract::run(&lake, &defs, &ExtractOptions::default())
-        .await
-        .expect("extract");
     (lake, defs)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn map_and_graph_build_consistent_scene_graphs() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (lake, defs) = extracted_lake(dir.path(), 40, 3).await;
+    let (lake, defs) = localized_lake(dir.path(), 40, 3).await;
     // Small chunks, so that both stages span several commits.
     let map = MapOptions {
         chunk_patients: 7,
@@ -339,7 +299,7 @@ async fn onnx_embedder_maps_once_and_reuses_the_embeddings_cache() {
         ..MapOptions::default()
     };
     let dir = tempfile::tempdir().expect("tempdir");
-    let (lake, defs) = extracted_lake(dir.path(), 12, 21).await;
+    let (lake, defs) = localized_lake(dir.path(), 12, 21).await;
 
     let first = cxrlake_pipeline::map::run(&lake, &defs, &options)
         .await

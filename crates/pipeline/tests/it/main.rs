@@ -1,3 +1,4 @@
+mod common;
 mod evaluate;
 mod extract;
 mod graph;

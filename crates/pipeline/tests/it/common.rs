@@ -1,0 +1,62 @@
+//! What the stage tests share: SQL helpers over a lake, and a lake holding a synthetic corpus.
+
+use std::path::Path;
+
+use cxrlake_ingest::{IngestOptions, ingest};
+use cxrlake_lake::Lake;
+use cxrlake_pipeline::extract::ExtractOptions;
+use cxrlake_refdefs::RefDefs;
+use cxrlake_synth::{SynthOptions, generate};
+use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Int64Type};
+
+/// The batches of `sql` over the lake (panics naming the query).
+pub async fn query(lake: &Lake, sql: &str) -> Vec<RecordBatch> {
+    let ctx = lake.session().await.expect("session");
+    ctx.sql(sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+        .collect()
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// The single integer `sql` returns.
+pub async fn number(lake: &Lake, sql: &str) -> i64 {
+    let batches = query(lake, sql).await;
+    let column = cast(batches[0].column(0), &DataType::Int64).expect("int64");
+    column.as_primitive::<Int64Type>().value(0)
+}
+
+/// The first column of `sql` as strings (NULL as "NULL").
+pub async fn strings(lake: &Lake, sql: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for batch in query(lake, sql).await {
+        let column = cast(batch.column(0), &DataType::Utf8).expect("utf8");
+        out.extend(
+            column
+                .as_string::<i32>()
+                .iter()
+                .map(|v| v.unwrap_or("NULL").to_string()),
+        );
+    }
+    out
+}
+
+/// A lake in `dir/lake` with `studies` synthetic studies (corpus with its `ground_truth.jsonl`
+/// in `dir/corpus`) ingested and extracted by the rules backend.
+pub async fn extracted_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
+    let corpus = dir.join("corpus");
+    generate(&SynthOptions::new(studies, seed, &corpus)).expect("synth");
+    let lake = Lake::open_url(dir.join("lake").to_str().expect("utf8")).expect("open");
+    lake.init().await.expect("init");
+    ingest(&lake, &IngestOptions::new(vec![corpus]))
+        .await
+        .expect("ingest");
+    let defs = RefDefs::embedded().expect("refdefs");
+    cxrlake_pipeline::extract::run(&lake, &defs, &ExtractOptions::default())
+        .await
+        .expect("extract");
+    (lake, defs)
+}
