@@ -1,26 +1,39 @@
 //! Benchmark of the pipeline stages on the synthetic corpus: synth → ingest → localize →
 //! extract (rules backend) → map (lexical embedder) → graph, each timed as a whole (wall clock,
 //! one run per stage; repeat the command for medians with `farm-bench`). Map and graph run
-//! twice; the second, warm run is the "map + graph" figure.
+//! twice; the second, warm run is the "map + graph" figure. Then balance → qa, timed together
+//! as the "QA pairs/s" figure (the Parquet write of `qa` included).
 //!
 //! Scale: `STAGES_BENCH_STUDIES` studies (default 2,000 ≈ 3,300 images, ~150 CXAS masks per
 //! frontal image); the corpus and lake go to `STAGES_BENCH_DIR` (default: a temporary folder).
+//! With `STAGES_BENCH_REUSE=1` and a lake already in `STAGES_BENCH_DIR`, synth → extract are
+//! skipped. `STAGES_BENCH_STAGES` (default `map,graph,qa`) picks what runs after extract;
+//! `RUST_LOG=cxrlake_pipeline=info` logs every statement's time.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
+use cxrlake_pipeline::balance;
 use cxrlake_pipeline::extract::{self, ExtractOptions};
 use cxrlake_pipeline::graph::{self, GraphOptions};
 use cxrlake_pipeline::localize::{LocalizeOptions, run};
 use cxrlake_pipeline::map::{self, MapOptions};
+use cxrlake_pipeline::qa::{self, QaOptions};
 use cxrlake_refdefs::RefDefs;
 use cxrlake_synth::{SynthOptions, generate};
+use cxrlake_templates::Templates;
 
 #[tokio::main]
 #[allow(clippy::print_stdout)]
 async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let stages = std::env::var("STAGES_BENCH_STAGES").unwrap_or_else(|_| "map,graph,qa".into());
+    let runs = |stage: &str| stages.split(',').any(|s| s.trim() == stage);
     let studies: usize = std::env::var("STAGES_BENCH_STUDIES")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -31,9 +44,61 @@ async fn main() {
         .unwrap_or_else(|_| temp.path().to_path_buf());
     let corpus = root.join("corpus");
     let lake_dir = root.join("lake");
+    let defs = RefDefs::embedded().expect("refdefs");
+    let lake = Lake::open_url(lake_dir.to_str().expect("utf8")).expect("open");
+    if std::env::var_os("STAGES_BENCH_REUSE").is_none() || !lake_dir.exists() {
+        build_extracted_lake(&lake, &defs, &corpus, studies).await;
+    }
+    for round in ["cold", "warm"] {
+        let started = Instant::now();
+        if runs("map") {
+            let mapped = map::run(&lake, &defs, &MapOptions::default())
+                .await
+                .expect("map");
+            println!("{mapped}");
+        }
+        if runs("graph") {
+            let built = graph::run(&lake, &defs, &GraphOptions::default())
+                .await
+                .expect("graph");
+            println!("{built}");
+        }
+        let seconds = started.elapsed().as_secs_f64();
+        if runs("map") && runs("graph") {
+            println!(
+                "map+graph ({round}) {studies} studies: {seconds:.2} s ({:.0} studies/s)",
+                studies as f64 / seconds
+            );
+        }
+    }
+    if runs("qa") {
+        let started = Instant::now();
+        let templates = Templates::embedded(&defs).expect("templates");
+        let balanced = balance::run(&lake, &templates).await.expect("balance");
+        println!("{balanced}");
+        let generated = qa::run(&lake, &defs, &QaOptions::default())
+            .await
+            .expect("qa");
+        println!("{generated}");
+        let seconds = started.elapsed().as_secs_f64();
+        println!(
+            "balance+qa {} QA pairs: {seconds:.2} s ({:.0} QA pairs/s)",
+            generated.questions,
+            generated.questions as f64 / seconds
+        );
+    }
+}
 
+/// synth → ingest → localize → extract (rules backend), each timed.
+#[allow(clippy::print_stdout)]
+async fn build_extracted_lake(
+    lake: &Lake,
+    defs: &RefDefs,
+    corpus: &std::path::Path,
+    studies: usize,
+) {
     let started = Instant::now();
-    let synth = generate(&SynthOptions::new(studies, 0, &corpus)).expect("synth");
+    let synth = generate(&SynthOptions::new(studies, 0, corpus)).expect("synth");
     let synth_s = started.elapsed().as_secs_f64();
     println!(
         "synth    {studies} studies, {} images, {} masks: {synth_s:.2} s ({:.0} studies/s)",
@@ -42,10 +107,9 @@ async fn main() {
         studies as f64 / synth_s
     );
 
-    let lake = Lake::open_url(lake_dir.to_str().expect("utf8")).expect("open");
     lake.init().await.expect("init");
     let started = Instant::now();
-    let summary = ingest(&lake, &IngestOptions::new(vec![corpus]))
+    let summary = ingest(lake, &IngestOptions::new(vec![corpus.to_path_buf()]))
         .await
         .expect("ingest");
     let ingest_s = started.elapsed().as_secs_f64();
@@ -55,31 +119,13 @@ async fn main() {
         studies as f64 / ingest_s
     );
 
-    let defs = RefDefs::embedded().expect("refdefs");
-    let localized = run(&lake, &defs, &LocalizeOptions::default())
+    let localized = run(lake, defs, &LocalizeOptions::default())
         .await
         .expect("localize");
     println!("{localized}");
 
-    let extracted = extract::run(&lake, &defs, &ExtractOptions::default())
+    let extracted = extract::run(lake, defs, &ExtractOptions::default())
         .await
         .expect("extract");
     println!("{extracted}");
-
-    for round in ["cold", "warm"] {
-        let started = Instant::now();
-        let mapped = map::run(&lake, &defs, &MapOptions::default())
-            .await
-            .expect("map");
-        println!("{mapped}");
-        let built = graph::run(&lake, &defs, &GraphOptions::default())
-            .await
-            .expect("graph");
-        println!("{built}");
-        let seconds = started.elapsed().as_secs_f64();
-        println!(
-            "map+graph ({round}) {studies} studies: {seconds:.2} s ({:.0} studies/s)",
-            studies as f64 / seconds
-        );
-    }
 }

@@ -167,6 +167,13 @@ pub const TABLES: &[TableDef] = &[
         schema: pipeline::scene_graphs,
     },
     TableDef {
+        name: "qa_balance",
+        key: &["kind", "name"],
+        replace_by: None,
+        doc: "per region and finding: studies mentioning it positively / negatively, QA sampling probability",
+        schema: pipeline::qa_balance,
+    },
+    TableDef {
         name: "qa",
         key: &["study_id", "question_id"],
         replace_by: Some("study_id"),

@@ -202,6 +202,20 @@ pub fn scene_graphs() -> SchemaRef {
     ]))
 }
 
+/// `qa_balance`: how often each region and finding is mentioned positively and negatively over
+/// all scene graphs, the sampling probability of the QA strategies, and (findings) the
+/// correlated findings (key: kind, name).
+pub fn qa_balance() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        key("kind"),
+        key("name"),
+        Field::new("pos_studies", DataType::Int64, false),
+        Field::new("neg_studies", DataType::Int64, false),
+        Field::new("sample_probability", DataType::Float64, false),
+        text_list("correlated"),
+    ]))
+}
+
 /// Text-quality levels of one answer part (table 12), with the part's rating.
 fn answer_quality(name: &str) -> Field {
     structure(

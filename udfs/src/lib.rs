@@ -9,6 +9,7 @@ pub mod extract;
 pub mod graph;
 pub mod localize;
 pub mod map;
+pub mod qa;
 pub mod rating;
 mod rows;
 

@@ -42,6 +42,9 @@ pub enum PipelineError {
     /// The embedder failed (model or tokenizer cannot be loaded, inference failed).
     #[error("embedder: {0}")]
     Embed(#[source] cxrlake_embed::EmbedError),
+    /// The QA templates cannot be loaded.
+    #[error("templates: {0}")]
+    Templates(#[from] cxrlake_templates::Error),
     /// A stage's SQL file is malformed.
     #[error("{file}: {reason}")]
     Sql {

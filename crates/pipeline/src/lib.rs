@@ -2,6 +2,7 @@
 //! name) run by DataFusion over the lake with cxrlake's UDFs; its result is committed to the lake
 //! with a fingerprint of what it was computed from.
 
+pub mod balance;
 pub mod error;
 pub mod evaluate;
 pub mod extract;
@@ -9,6 +10,7 @@ pub mod graph;
 mod llm_calls;
 pub mod localize;
 pub mod map;
+pub mod qa;
 mod stage;
 
 pub use error::{PipelineError, Result};

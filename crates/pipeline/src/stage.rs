@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use cxrlake_lake::{Lake, StageCommit};
-use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::array::{AsArray, RecordBatch, new_null_array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use datafusion::datasource::MemTable;
@@ -16,7 +16,8 @@ use datafusion::scalar::ScalarValue;
 use crate::error::{PipelineError, Result};
 
 /// Casts a stage result to the table's schema (Delta reads strings as views, lists keep their
-/// field names, …) so that every stage writes exactly the declared types.
+/// field names, …) so that every stage writes exactly the declared types; nullable columns the
+/// stage does not select are NULL.
 pub(crate) fn conform(
     stage: &'static str,
     table: &'static str,
@@ -33,14 +34,17 @@ pub(crate) fn conform(
         .fields()
         .iter()
         .map(|field| {
-            let column =
-                batch
-                    .column_by_name(field.name())
-                    .ok_or_else(|| PipelineError::Schema {
-                        stage,
-                        table,
-                        reason: format!("missing column {}", field.name()),
-                    })?;
+            let Some(column) = batch.column_by_name(field.name()) else {
+                // A nullable column the stage does not compute (e.g. judged later) is NULL.
+                if field.is_nullable() {
+                    return Ok(new_null_array(field.data_type(), batch.num_rows()));
+                }
+                return Err(PipelineError::Schema {
+                    stage,
+                    table,
+                    reason: format!("missing column {}", field.name()),
+                });
+            };
             cast(column, field.data_type()).map_err(|e| PipelineError::Schema {
                 stage,
                 table,

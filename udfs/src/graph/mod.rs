@@ -23,7 +23,7 @@ macro_rules! reference_identity {
     };
 }
 
-use reference_identity;
+pub(crate) use reference_identity;
 
 mod assemble;
 mod build_scene_graph;

@@ -18,6 +18,8 @@ pub struct FindingInfo {
     pub subcategories: Vec<String>,
     /// Regions assumed when none is given.
     pub default_regions: Vec<String>,
+    /// Findings this finding is indicative of.
+    pub indicative_of: Vec<String>,
 }
 
 /// Where a region sits.
@@ -90,6 +92,7 @@ impl Reference {
                     category: f.category.get_ref().clone(),
                     subcategories: names(&f.subcategories),
                     default_regions: names(&f.default_regions),
+                    indicative_of: names(&f.indicative_of),
                 };
                 (f.name.get_ref().clone(), info)
             })
@@ -169,6 +172,11 @@ impl Reference {
     /// The finding `name`.
     pub fn finding(&self, name: &str) -> Option<&FindingInfo> {
         self.findings.get(name)
+    }
+
+    /// Every finding with its facts.
+    pub fn findings(&self) -> impl Iterator<Item = (&String, &FindingInfo)> {
+        self.findings.iter()
     }
 
     /// The region `name`.

@@ -38,7 +38,7 @@ fn init_then_sql_tables_and_status() {
     let init = cxrlake(&lake, &["init"]);
     assert!(init.status.success(), "{}", stderr(&init));
     assert!(
-        stdout(&init).contains("created 21 tables"),
+        stdout(&init).contains("created 22 tables"),
         "{}",
         stdout(&init)
     );

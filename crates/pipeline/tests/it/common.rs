@@ -60,3 +60,24 @@ pub async fn extracted_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, Ref
         .expect("extract");
     (lake, defs)
 }
+
+/// A lake with the synthetic corpus extracted (rules), the reference tables loaded and
+/// localized.
+pub async fn localized_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
+    let (lake, defs) = extracted_lake(dir, studies, seed).await;
+    for (table, batch) in defs.to_record_batches().expect("ref tables") {
+        lake.write(table)
+            .overwrite()
+            .execute(vec![batch])
+            .await
+            .expect("write ref table");
+    }
+    cxrlake_pipeline::localize::run(
+        &lake,
+        &defs,
+        &cxrlake_pipeline::localize::LocalizeOptions::default(),
+    )
+    .await
+    .expect("localize");
+    (lake, defs)
+}

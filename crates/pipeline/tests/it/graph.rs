@@ -2,33 +2,14 @@
 //! observations use only reference tags and table 11 levels, and every scene graph is
 //! consistent with its observations, regions, images and indication.
 
-use cxrlake_lake::Lake;
 use cxrlake_pipeline::graph::GraphOptions;
-use cxrlake_pipeline::localize::LocalizeOptions;
 use cxrlake_pipeline::map::{EmbedderChoice, MapOptions};
 use cxrlake_refdefs::RefDefs;
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 
-use crate::common::{extracted_lake, number, strings};
-
-/// A lake with the synthetic corpus extracted (rules), the reference tables loaded and
-/// localized.
-async fn localized_lake(dir: &std::path::Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
-    let (lake, defs) = extracted_lake(dir, studies, seed).await;
-    for (table, batch) in defs.to_record_batches().expect("ref tables") {
-        lake.write(table)
-            .overwrite()
-            .execute(vec![batch])
-            .await
-            .expect("write ref table");
-    }
-    cxrlake_pipeline::localize::run(&lake, &defs, &LocalizeOptions::default())
-        .await
-        .expect("localize");
-    (lake, defs)
-}
+use crate::common::{localized_lake, number, strings};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn map_and_graph_build_consistent_scene_graphs() {

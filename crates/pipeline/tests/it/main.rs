@@ -4,3 +4,4 @@ mod extract;
 mod graph;
 mod llm_server;
 mod localize;
+mod qa;

@@ -1,0 +1,98 @@
+//! `generate_qa(scene_graph)`: one study's questions from its `scene_graphs` row (a struct with
+//! at least `study_id`, `observations`, `regions`, `indication`, `located_at_relations`,
+//! `obs_relations`), as `list<struct>` with the `qa` columns from `question_id` to `answers`.
+
+use std::sync::Arc;
+
+use cxrlake_schemas::pipeline::qa;
+use datafusion::arrow::datatypes::{DataType, Field, Fields};
+use datafusion::common::Result;
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+
+use super::engine::Engine;
+use super::scene::{Scene, SceneGraphIn};
+use crate::rows::{decode_rows, encode_rows};
+
+/// The `qa` columns `generate_qa` fills, in table order.
+const COLUMNS: [&str; 11] = [
+    "question_id",
+    "question_type",
+    "question_strategy",
+    "variables",
+    "obs_ids",
+    "contains_report_answers",
+    "contains_template_answers",
+    "extraction_quality",
+    "question_img_localization_quality",
+    "question",
+    "answers",
+];
+
+/// `list<struct<COLUMNS>>`.
+pub fn generated_type() -> DataType {
+    let schema = qa();
+    let fields: Vec<Field> = COLUMNS
+        .iter()
+        .filter_map(|name| schema.field_with_name(name).ok().cloned())
+        .collect();
+    DataType::List(Arc::new(Field::new(
+        "item",
+        DataType::Struct(Fields::from(fields)),
+        true,
+    )))
+}
+
+/// The `generate_qa` scalar function.
+#[derive(Debug)]
+pub struct GenerateQaFunc {
+    engine: Arc<Engine>,
+    identity: String,
+    signature: Signature,
+}
+
+impl GenerateQaFunc {
+    /// The function over this engine; `identity` names its inputs (refdefs fingerprint,
+    /// templates version, balance hash).
+    pub fn new(engine: Arc<Engine>, identity: String) -> Self {
+        Self {
+            engine,
+            identity,
+            signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+}
+
+crate::graph::reference_identity!(GenerateQaFunc);
+
+impl ScalarUDFImpl for GenerateQaFunc {
+    fn name(&self) -> &str {
+        "generate_qa"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+        Ok(generated_type())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let args = ColumnarValue::values_to_arrays(&args.args)?;
+        let graphs: Vec<Option<SceneGraphIn>> = decode_rows(&args[0], self.name())?;
+        let questions: Vec<_> = graphs
+            .into_iter()
+            .map(|graph| {
+                graph
+                    .map(|g| self.engine.generate(&Scene::new(g)))
+                    .unwrap_or_default()
+            })
+            .collect();
+        Ok(ColumnarValue::Array(encode_rows(
+            &questions,
+            &generated_type(),
+        )?))
+    }
+}
