@@ -2,7 +2,9 @@
 -- Inputs: scene_graphs (and, held by generate_qa, the templates/ folder and the qa_balance
 -- table). Output: qa, one row per question; answers are flat (parent_answer_id,
 -- answer_level), the JSON export nests them as sub_answers. Judged columns (question_quality,
--- rating, rating_rank, judge, answer_quality) stay NULL until the judge stage.
+-- rating, rating_rank, judge, answer_quality) stay NULL until the judge stage. Rows come in
+-- scene-graph order (patients in id order, questions in template order); no sort, as a chunk
+-- holds ~280 questions per study.
 
 -- @table qa
 SELECT patient_id,
@@ -33,4 +35,3 @@ FROM (
                                            'obs_relations', obs_relations))) AS q
     FROM scene_graphs
 )
-ORDER BY patient_id, study_id, question_id

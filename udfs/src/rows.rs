@@ -5,8 +5,10 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, RecordBatch, new_empty_array};
+use datafusion::arrow::compute::concat;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::common::{Result, exec_datafusion_err};
+use rayon::prelude::*;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -21,7 +23,7 @@ struct WrappedRef<'a, T> {
 }
 
 /// Each row of `array` as a `T` (`None` for NULL rows); `function` names errors.
-pub(crate) fn decode_rows<T: DeserializeOwned>(
+pub(crate) fn decode_rows<T: DeserializeOwned + Send>(
     array: &ArrayRef,
     function: &str,
 ) -> Result<Vec<Option<T>>> {
@@ -33,16 +35,20 @@ pub(crate) fn decode_rows<T: DeserializeOwned>(
         writer.write(&batch)?;
         writer.finish()?;
     }
-    let mut rows = Vec::with_capacity(array.len());
-    for (index, line) in buffer
+    let lines: Vec<&[u8]> = buffer
         .split(|&b| b == b'\n')
         .filter(|l| !l.is_empty())
+        .collect();
+    // Parsing dominates; rows are independent.
+    let rows = lines
+        .par_iter()
         .enumerate()
-    {
-        let row: Wrapped<T> = serde_json::from_slice(line)
-            .map_err(|e| exec_datafusion_err!("{function}: row {index}: {e}"))?;
-        rows.push(row.v);
-    }
+        .map(|(index, line)| {
+            serde_json::from_slice::<Wrapped<T>>(line)
+                .map(|row| row.v)
+                .map_err(|e| exec_datafusion_err!("{function}: row {index}: {e}"))
+        })
+        .collect::<Result<Vec<_>>>()?;
     if rows.len() != array.len() {
         return Err(exec_datafusion_err!(
             "{function}: decoded {} rows of {}",
@@ -54,10 +60,30 @@ pub(crate) fn decode_rows<T: DeserializeOwned>(
 }
 
 /// An array of `data_type` with one row per value.
-pub(crate) fn encode_rows<S: Serialize>(rows: &[S], data_type: &DataType) -> Result<ArrayRef> {
+pub(crate) fn encode_rows<S: Serialize + Sync>(
+    rows: &[S],
+    data_type: &DataType,
+) -> Result<ArrayRef> {
     if rows.is_empty() {
         return Ok(new_empty_array(data_type));
     }
+    // Encode slices on every core, then concatenate.
+    let per_thread = rows.len().div_ceil(rayon::current_num_threads()).max(64);
+    let parts = rows
+        .par_chunks(per_thread)
+        .map(|chunk| encode_slice(chunk, data_type))
+        .collect::<Result<Vec<_>>>()?;
+    if parts.len() == 1 {
+        return Ok(parts
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| new_empty_array(data_type)));
+    }
+    let refs: Vec<&dyn Array> = parts.iter().map(|a| a.as_ref()).collect();
+    Ok(concat(&refs)?)
+}
+
+fn encode_slice<S: Serialize>(rows: &[S], data_type: &DataType) -> Result<ArrayRef> {
     let schema = Arc::new(Schema::new(vec![Field::new("v", data_type.clone(), true)]));
     let mut decoder = arrow_json::ReaderBuilder::new(schema)
         .with_batch_size(rows.len())

@@ -51,6 +51,12 @@ pub enum Stage {
     Map,
     /// scene_graphs, one nested row per study (sql/graph.sql)
     Graph,
+    /// qa_balance: positive/negative mentions per region and finding, QA sampling
+    /// probabilities, correlated findings (sql/balance.sql)
+    Balance,
+    /// qa, question-answer pairs from the scene graphs with the templates/ folder
+    /// (sql/qa.sql); needs qa_balance
+    Qa,
 }
 
 /// `cxrlake` commands.
@@ -114,7 +120,7 @@ pub enum Command {
         #[arg(long, default_value_t = 16.0)]
         min_area: f64,
         /// Patients per chunk (bounds memory; one commit per chunk) [default: localize 500, map
-        /// 5000, graph 2000]
+        /// 5000, graph 2000, qa 100]
         #[arg(long, value_name = "N")]
         chunk_patients: Option<usize>,
         /// Reference definitions folder [default: the embedded definitions]
@@ -126,6 +132,27 @@ pub enum Command {
         /// Embedder options (map)
         #[command(flatten)]
         embed: EmbedArgs,
+        /// QA templates folder (balance, qa) [default: the embedded templates/]
+        #[arg(long, value_name = "DIR")]
+        templates: Option<PathBuf>,
+    },
+    /// QA templates: check a folder (strategies, subsets, conditions, placeholders, refdefs
+    /// names) and list its templates
+    Templates {
+        /// Templates folder [default: the embedded templates/]
+        #[arg(long, value_name = "DIR")]
+        templates: Option<PathBuf>,
+        /// Reference definitions folder [default: the embedded definitions]
+        #[arg(long, value_name = "DIR")]
+        refdefs: Option<PathBuf>,
+    },
+    /// Dataset statistics defined as SQL in sql/stats/ (without a name: list them)
+    Stats {
+        /// qa_templates, qa_balance, qa_texts or qa_answer_lengths
+        name: Option<String>,
+        /// Output format
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
     },
     /// Reference definitions: check, diff, stats, dataset_info.json, load into the lake
     Refdefs {
@@ -225,9 +252,14 @@ impl Cli {
                 refdefs,
                 llm,
                 embed,
+                templates,
             } => {
                 lake.require_initialized().await?;
                 let defs = crate::refdefs::load_defs(refdefs.as_deref())?;
+                let qa_options = cxrlake_pipeline::qa::QaOptions {
+                    chunk_patients: chunk_patients.unwrap_or(100),
+                    templates: templates.clone(),
+                };
                 match stage {
                     Stage::Localize => {
                         let options = cxrlake_pipeline::localize::LocalizeOptions {
@@ -260,7 +292,65 @@ impl Cli {
                         let summary = cxrlake_pipeline::graph::run(&lake, &defs, &options).await?;
                         say(out, format_args!("{summary}"))
                     }
+                    Stage::Balance => {
+                        let templates = qa_options.load_templates(&defs)?;
+                        let summary = cxrlake_pipeline::balance::run(&lake, &templates).await?;
+                        say(out, format_args!("{summary}"))
+                    }
+                    Stage::Qa => {
+                        let summary = cxrlake_pipeline::qa::run(&lake, &defs, &qa_options).await?;
+                        say(out, format_args!("{summary}"))
+                    }
                 }
+            }
+            Command::Templates { templates, refdefs } => {
+                let defs = crate::refdefs::load_defs(refdefs.as_deref())?;
+                let options = cxrlake_pipeline::qa::QaOptions {
+                    templates: templates.clone(),
+                    ..Default::default()
+                };
+                let loaded = options.load_templates(&defs)?;
+                for t in &loaded.templates {
+                    say(
+                        out,
+                        format_args!(
+                            "{:<32} {:<16} {} phrasing(s), {} variable value(s), {} main case(s), {} part(s)\n",
+                            t.id,
+                            t.strategy.as_str(),
+                            t.questions.len(),
+                            t.variables.subcategory.len(),
+                            t.main.len(),
+                            t.parts.len()
+                        ),
+                    )?;
+                }
+                say(
+                    out,
+                    format_args!(
+                        "{} templates ok, version {}",
+                        loaded.templates.len(),
+                        loaded.version()
+                    ),
+                )
+            }
+            Command::Stats { name, format } => {
+                let Some(name) = name else {
+                    for (name, query) in STATS {
+                        let what = query.lines().next().unwrap_or_default();
+                        say(
+                            out,
+                            format_args!("{name:<20} {}\n", what.trim_start_matches("-- ")),
+                        )?;
+                    }
+                    return Ok(());
+                };
+                let (_, query) = STATS.iter().find(|(n, _)| n == name).ok_or_else(|| {
+                    CliError::Usage(format!(
+                        "unknown statistic '{name}'; `cxrlake stats` lists them"
+                    ))
+                })?;
+                lake.require_initialized().await?;
+                sql(&lake, query, *format, None, out).await
             }
             Command::Synth {
                 studies,
@@ -484,8 +574,8 @@ async fn synth(options: cxrlake_synth::SynthOptions) -> Result<cxrlake_synth::Sy
 }
 
 /// The main job on the embedded defaults: synthetic corpus → ingest → localize → extract (rules)
-/// → map (lexical) → graph → scene-graph export → summary. QA, judging and grading are open
-/// issues, so the job stops there and says so.
+/// → map (lexical) → graph → balance → qa → scene-graph and QA export → summary. Judging and
+/// grading are open issues, so the job stops there and says so.
 async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result<()> {
     let started = std::time::Instant::now();
     init(lake, out).await?;
@@ -559,6 +649,21 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
         ),
     )?;
 
+    let templates = cxrlake_templates::Templates::embedded(&defs)
+        .map_err(cxrlake_pipeline::PipelineError::from)?;
+    say(
+        out,
+        format_args!(
+            "{}\n",
+            cxrlake_pipeline::balance::run(lake, &templates).await?
+        ),
+    )?;
+    let qa = cxrlake_pipeline::qa::QaOptions::default();
+    say(
+        out,
+        format_args!("{}\n", cxrlake_pipeline::qa::run(lake, &defs, &qa).await?),
+    )?;
+
     let scene_data = options.release.join("scene_data");
     let export = cxrlake_export::SceneGraphExport::new(scene_data);
     say(
@@ -606,6 +711,22 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
                  study_quality['general_issue_level'] AS issues, count(*) AS studies \
                  FROM scene_graphs GROUP BY 1, 2, 3 ORDER BY 4 DESC LIMIT 8";
     sql(lake, query, Format::Table, None, out).await?;
+    say(
+        out,
+        format_args!("\nquestions per template (sql/stats/qa_templates.sql):"),
+    )?;
+    sql(lake, STATS[0].1, Format::Table, None, out).await?;
+    say(
+        out,
+        format_args!(
+            "\nmost asked regions and findings, positive vs negative (sql/stats/qa_balance.sql):"
+        ),
+    )?;
+    let query = format!(
+        "SELECT * FROM ({}) LIMIT 12",
+        STATS[1].1.trim().trim_end_matches(';')
+    );
+    sql(lake, &query, Format::Table, None, out).await?;
     say(out, format_args!("\nreference vocabulary by category:"))?;
     let query = "SELECT category, count(*) AS findings, sum(array_length(synonyms)) AS synonyms \
                  FROM ref_findings GROUP BY category ORDER BY category";
@@ -613,11 +734,28 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
     say(
         out,
         format_args!(
-            "\nnot yet built (open issues): qa, judge, grade.\ndone in {:.1} s",
+            "\nnot yet built (open issues): judge, grade, releases.\ndone in {:.1} s",
             started.elapsed().as_secs_f64()
         ),
     )
 }
+
+/// The statistics of `sql/stats/`, by name.
+pub const STATS: [(&str, &str); 4] = [
+    (
+        "qa_templates",
+        include_str!("../../../sql/stats/qa_templates.sql"),
+    ),
+    (
+        "qa_balance",
+        include_str!("../../../sql/stats/qa_balance.sql"),
+    ),
+    ("qa_texts", include_str!("../../../sql/stats/qa_texts.sql")),
+    (
+        "qa_answer_lengths",
+        include_str!("../../../sql/stats/qa_answer_lengths.sql"),
+    ),
+];
 
 /// `(studies, seed)` of the corpus already in `dir`, if its manifest says so.
 fn existing_corpus(dir: &std::path::Path) -> Result<Option<(u64, u64)>> {

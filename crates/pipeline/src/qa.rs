@@ -40,7 +40,7 @@ pub struct QaOptions {
 impl Default for QaOptions {
     fn default() -> Self {
         Self {
-            chunk_patients: 1000,
+            chunk_patients: 100,
             templates: None,
         }
     }

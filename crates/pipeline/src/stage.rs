@@ -261,6 +261,28 @@ pub(crate) async fn chunk_context(
     Ok(ctx)
 }
 
+/// The writes of one chunk, running: per table (name, rows, version).
+type PendingWrite = tokio::task::JoinHandle<Result<Vec<(String, usize, u64)>>>;
+
+/// Waits for a chunk's writes and adds them to the totals.
+async fn finish(
+    pending: PendingWrite,
+    rows: &mut Vec<(String, usize)>,
+    version: &mut u64,
+) -> Result<()> {
+    let done = pending
+        .await
+        .map_err(|e| PipelineError::Config(format!("a table write stopped: {e}")))??;
+    for (table, written, committed) in done {
+        *version = committed;
+        match rows.iter_mut().find(|(name, _)| *name == table) {
+            Some((_, n)) => *n += written,
+            None => rows.push((table, written)),
+        }
+    }
+    Ok(())
+}
+
 /// A stage run chunk by chunk of patients: each chunk runs every statement of the stage's SQL
 /// over its patients and writes its `@table` results (the first chunk replaces the tables, the
 /// others append; every commit carries the fingerprint and `chunk`/`chunks`, so an interrupted
@@ -306,6 +328,7 @@ impl ChunkedStage<'_> {
         let chunks = ranges.len().max(1);
         let mut rows: Vec<(String, usize)> = Vec::new();
         let mut version = 0;
+        let mut pending: Option<PendingWrite> = None;
         for chunk in 0..chunks {
             let range = ranges.get(chunk).map(|(a, b)| (a.as_str(), b.as_str()));
             // No patients at all: an empty range writes empty tables.
@@ -330,6 +353,9 @@ impl ChunkedStage<'_> {
                     outputs.push((statement.name.clone(), batches));
                 }
             }
+            // Conform now (errors surface here), write while the next chunk computes: at most
+            // one chunk's write is in flight, so commits stay in chunk order.
+            let mut writes = Vec::new();
             for (table, batches) in outputs {
                 let def = cxrlake_schemas::table(&table).ok_or_else(|| PipelineError::Sql {
                     file: format!("sql/{}.sql", self.stage),
@@ -351,18 +377,30 @@ impl ChunkedStage<'_> {
                         "chunk": chunk + 1,
                         "chunks": chunks,
                     }));
-                let write = lake.write(def.name).commit(commit);
-                let write = if chunk == 0 {
-                    write.overwrite()
-                } else {
-                    write.append()
-                };
-                version = write.execute(batches).await?;
-                match rows.iter_mut().find(|(name, _)| *name == table) {
-                    Some((_, n)) => *n += written,
-                    None => rows.push((table, written)),
-                }
+                writes.push((def.name, commit, batches, written));
             }
+            drop(ctx);
+            if let Some(previous) = pending.take() {
+                finish(previous, &mut rows, &mut version).await?;
+            }
+            let lake = lake.clone();
+            pending = Some(tokio::spawn(async move {
+                let mut done = Vec::new();
+                for (table, commit, batches, written) in writes {
+                    let write = lake.write(table).commit(commit);
+                    let write = if chunk == 0 {
+                        write.overwrite()
+                    } else {
+                        write.append()
+                    };
+                    let version = write.execute(batches).await?;
+                    done.push((table.to_string(), written, version));
+                }
+                Ok(done)
+            }));
+        }
+        if let Some(previous) = pending.take() {
+            finish(previous, &mut rows, &mut version).await?;
         }
         Ok((rows, version))
     }

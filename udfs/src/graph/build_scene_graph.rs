@@ -13,6 +13,8 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
+use rayon::prelude::*;
+
 use super::assemble::{IndicationIn, RegionBox, assemble};
 use crate::map::{Observation, Reference};
 use crate::rows::{decode_rows, encode_rows};
@@ -94,8 +96,9 @@ impl ScalarUDFImpl for BuildSceneGraphFunc {
         let indications: Vec<Option<IndicationIn>> = decode_rows(&args[1], self.name())?;
         let boxes: Vec<Option<Vec<RegionBox>>> = decode_rows(&args[2], self.name())?;
         let images: Vec<Option<Vec<Option<String>>>> = decode_rows(&args[3], self.name())?;
+        // Studies are independent: assemble them on every core.
         let graphs: Vec<_> = observations
-            .into_iter()
+            .into_par_iter()
             .zip(indications)
             .zip(boxes)
             .zip(images)

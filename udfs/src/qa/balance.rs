@@ -70,3 +70,39 @@ pub fn unit_hash(seed: u64, study: &str, item: &str) -> f64 {
     h.write(item.as_bytes());
     (h.finish() >> 11) as f64 / (1u64 << 53) as f64
 }
+
+#[cfg(test)]
+mod tests {
+    use super::unit_hash;
+
+    #[test]
+    fn sampling_is_uniform_reproducible_and_stable_under_small_changes() {
+        let studies: Vec<String> = (0..20_000).map(|i| format!("s5{i:07}")).collect();
+        let sampled = |p: f64| -> Vec<bool> {
+            studies
+                .iter()
+                .map(|s| unit_hash(17, s, "pleural effusion") < p)
+                .collect()
+        };
+        let at_30 = sampled(0.30);
+        let at_31 = sampled(0.31);
+        let share = at_30.iter().filter(|x| **x).count() as f64 / studies.len() as f64;
+        assert!((share - 0.30).abs() < 0.015, "share {share}");
+        // Raising p only adds samples, about 1 % of the studies.
+        assert!(at_30.iter().zip(&at_31).all(|(a, b)| !a || *b));
+        let added = at_30
+            .iter()
+            .zip(&at_31)
+            .filter(|(a, b)| !**a && **b)
+            .count();
+        assert!(added < 400, "{added} samples changed");
+        assert_eq!(at_30, sampled(0.30));
+        // Another item or seed draws independently.
+        let other: usize = studies
+            .iter()
+            .zip(&at_30)
+            .filter(|(s, a)| **a && unit_hash(17, s, "pneumothorax") < 0.30)
+            .count();
+        assert!((other as f64 / studies.len() as f64 - 0.09).abs() < 0.01);
+    }
+}

@@ -8,7 +8,6 @@ use std::collections::{BTreeSet, HashSet};
 use cxrlake_templates::{
     AnswerType, FindingKind, Part, RegionSet, Strategy, Subset, Template, Templates, Test, When,
 };
-use serde::Serialize;
 
 use super::balance::{Balance, unit_hash};
 use super::scene::{Localization, Obs, ObsKind, Scene};
@@ -16,7 +15,7 @@ use crate::graph::worst_quality;
 use crate::map::{ObsQuality, Reference};
 
 /// `{name, value_json}` of `qa.variables`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Variable {
     /// Variable name.
     pub name: &'static str,
@@ -25,7 +24,7 @@ pub struct Variable {
 }
 
 /// `[type, value]` of an answer part's modifiers.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ModifierPair {
     /// severity, texture, spread, temporal.
     pub modifier_type: &'static str,
@@ -34,7 +33,7 @@ pub struct ModifierPair {
 }
 
 /// `{image_id, localization_quality}`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ImageQualityOut {
     /// Image.
     pub image_id: String,
@@ -43,7 +42,7 @@ pub struct ImageQualityOut {
 }
 
 /// One answer part (D.2), flat: `parent_answer_id` and `answer_level` give the hierarchy.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct AnswerPart {
     /// Counter within the question, from 0.
     pub answer_id: i64,
@@ -86,7 +85,7 @@ pub struct AnswerPart {
 }
 
 /// One `qa` row without the study keys and the judged columns.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Question {
     /// `<template>_<NNN>`.
     pub question_id: String,

@@ -11,9 +11,12 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use super::engine::Engine;
+use rayon::prelude::*;
+
+use super::arrays::questions_array;
+use super::engine::{Engine, Question};
 use super::scene::{Scene, SceneGraphIn};
-use crate::rows::{decode_rows, encode_rows};
+use crate::rows::decode_rows;
 
 /// The `qa` columns `generate_qa` fills, in table order.
 const COLUMNS: [&str; 11] = [
@@ -82,17 +85,15 @@ impl ScalarUDFImpl for GenerateQaFunc {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let args = ColumnarValue::values_to_arrays(&args.args)?;
         let graphs: Vec<Option<SceneGraphIn>> = decode_rows(&args[0], self.name())?;
-        let questions: Vec<_> = graphs
-            .into_iter()
+        // Studies are independent: generate them on every core.
+        let questions: Vec<Vec<Question>> = graphs
+            .into_par_iter()
             .map(|graph| {
                 graph
                     .map(|g| self.engine.generate(&Scene::new(g)))
                     .unwrap_or_default()
             })
             .collect();
-        Ok(ColumnarValue::Array(encode_rows(
-            &questions,
-            &generated_type(),
-        )?))
+        Ok(ColumnarValue::Array(questions_array(&questions)?))
     }
 }

@@ -5,6 +5,7 @@
 //! `generate_qa(scene_graph)` returns one study's questions (`list<struct>` in the shape of the
 //! `qa` table without study keys and judged columns); the `qa` stage unnests them.
 
+mod arrays;
 mod balance;
 mod engine;
 mod generate_qa;

@@ -3,12 +3,12 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::map::{Modifiers, ObsQuality, RegionRef};
 
 /// One image's localization of a node (D.1), read and written unchanged.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct Localization {
     /// Image.

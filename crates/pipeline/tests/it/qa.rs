@@ -126,11 +126,15 @@ async fn qa_generates_every_template_with_well_formed_answers() {
     );
 
     // Sampling probabilities follow the counts.
+    let rates = &templates.strategies;
     let off = number(
         &lake,
-        "SELECT count(*) FROM qa_balance WHERE abs(sample_probability - \
-         (CASE kind WHEN 'region' THEN 0.5 ELSE 0.5 END) * pos_studies / \
-         (pos_studies + neg_studies + 1.0)) > 1e-9",
+        &format!(
+            "SELECT count(*) FROM qa_balance WHERE abs(sample_probability - \
+             (CASE kind WHEN 'region' THEN {} ELSE {} END) * pos_studies / \
+             (pos_studies + neg_studies + 1.0)) > 1e-9",
+            rates.region_abnormal.rate, rates.finding.rate
+        ),
     )
     .await;
     assert_eq!(off, 0);
