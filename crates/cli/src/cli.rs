@@ -136,15 +136,11 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         templates: Option<PathBuf>,
     },
-    /// QA templates: check a folder (strategies, subsets, conditions, placeholders, refdefs
-    /// names) and list its templates
+    /// QA templates (templates/)
     Templates {
-        /// Templates folder [default: the embedded templates/]
-        #[arg(long, value_name = "DIR")]
-        templates: Option<PathBuf>,
-        /// Reference definitions folder [default: the embedded definitions]
-        #[arg(long, value_name = "DIR")]
-        refdefs: Option<PathBuf>,
+        /// What to do
+        #[command(subcommand)]
+        command: TemplatesCommand,
     },
     /// Dataset statistics defined as SQL in sql/stats/ (without a name: list them)
     Stats {
@@ -177,8 +173,23 @@ pub enum Command {
         what: ExportCommand,
     },
     /// The main job on embedded defaults: synthetic corpus → ingest → localize → extract →
-    /// map → graph → scene-graph export → summary
+    /// map → graph → balance → qa → scene-graph and QA export → summary
     Demo(DemoOptions),
+}
+
+/// `cxrlake templates` commands.
+#[derive(Debug, Subcommand)]
+pub enum TemplatesCommand {
+    /// Check a folder (strategies, subsets, conditions, placeholders, refdefs names) and list
+    /// its templates
+    Check {
+        /// Templates folder [default: the embedded templates/]
+        #[arg(long, value_name = "DIR")]
+        templates: Option<PathBuf>,
+        /// Reference definitions folder [default: the embedded definitions]
+        #[arg(long, value_name = "DIR")]
+        refdefs: Option<PathBuf>,
+    },
 }
 
 /// What `cxrlake export` writes.
@@ -190,6 +201,17 @@ pub enum ExportCommand {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
         /// Only the scene graphs matching this SQL predicate, e.g. "study_id = 's50414267'"
+        #[arg(long = "where", value_name = "PREDICATE")]
+        filter: Option<String>,
+    },
+    /// Per-study sXXXXXXXX.qa.json files under pXX/pXXXXXXXX/ (paper appendix D.2, answer
+    /// parts nested as sub_answers)
+    Qa {
+        /// Output folder
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Only the questions matching this SQL predicate over qa columns, e.g.
+        /// "question_strategy = 'finding'"
         #[arg(long = "where", value_name = "PREDICATE")]
         filter: Option<String>,
     },
@@ -303,7 +325,9 @@ impl Cli {
                     }
                 }
             }
-            Command::Templates { templates, refdefs } => {
+            Command::Templates {
+                command: TemplatesCommand::Check { templates, refdefs },
+            } => {
                 let defs = crate::refdefs::load_defs(refdefs.as_deref())?;
                 let options = cxrlake_pipeline::qa::QaOptions {
                     templates: templates.clone(),
@@ -388,6 +412,14 @@ impl Cli {
                             export = export.with_filter(filter.clone());
                         }
                         let summary = cxrlake_export::export_scene_graphs(&lake, &export).await?;
+                        say(out, format_args!("{summary}"))
+                    }
+                    ExportCommand::Qa { out: dir, filter } => {
+                        let mut export = cxrlake_export::QaExport::new(dir.clone());
+                        if let Some(filter) = filter {
+                            export = export.with_filter(filter.clone());
+                        }
+                        let summary = cxrlake_export::export_qa(&lake, &export).await?;
                         say(out, format_args!("{summary}"))
                     }
                 }
@@ -674,6 +706,12 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
         ),
     )?;
 
+    let qa_export = cxrlake_export::QaExport::new(options.release.join("qa"));
+    say(
+        out,
+        format_args!("{}\n", cxrlake_export::export_qa(lake, &qa_export).await?),
+    )?;
+
     let truth = options.corpus.join("ground_truth.jsonl");
     let report = cxrlake_pipeline::evaluate::observations_vs_truth(lake, &defs, &truth).await?;
     say(
@@ -935,7 +973,7 @@ pub struct DemoOptions {
     /// Where the synthetic corpus is written
     #[arg(long, value_name = "DIR", default_value = "corpus")]
     pub corpus: PathBuf,
-    /// Where the release files are written (scene_data/pXX/pXXXXXXXX/sXXXXXXXX.scene_graph.json)
+    /// Where the release files are written (scene_data/…/sXXXXXXXX.scene_graph.json, qa/…/sXXXXXXXX.qa.json)
     #[arg(long, value_name = "DIR", default_value = "release")]
     pub release: PathBuf,
 }

@@ -196,6 +196,14 @@ impl Column {
         }
     }
 
+    /// The integer at `row`, if this is a signed integer column and the value is not null.
+    pub fn int(&self, row: usize) -> Option<i64> {
+        match self {
+            Column::Int(array) if array.is_valid(row) => Some(array.value(row)),
+            _ => None,
+        }
+    }
+
     /// Appends the value at `row` as JSON.
     pub fn write_json(&self, row: usize, out: &mut Vec<u8>) -> Result<(), String> {
         if self.is_null(row) {

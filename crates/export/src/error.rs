@@ -4,38 +4,59 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
+/// The `cxrlake run` stage that writes `table` (or the table a column path such as
+/// `qa.answers.localization` starts with).
+fn stage_of(table: &str) -> &'static str {
+    match table.split('.').next().unwrap_or(table) {
+        "qa" => "qa",
+        _ => "graph",
+    }
+}
+
 /// Errors of release-layout exports.
 #[derive(Debug, Error)]
 pub enum ExportError {
-    /// The lake has no `scene_graphs` table.
+    /// The lake lacks the table an export reads.
     #[error(
-        "the lake at {root} has no scene_graphs table; run `cxrlake init`, then `cxrlake run graph`"
+        "the lake at {root} has no {table} table; run `cxrlake init`, then `cxrlake run {stage}`",
+        stage = stage_of(.table)
     )]
-    NoSceneGraphs {
+    NoTable {
+        /// `scene_graphs` or `qa`.
+        table: &'static str,
         /// Lake root.
         root: String,
     },
-    /// `scene_graphs` has no rows.
-    #[error("scene_graphs in the lake at {root} is empty; run `cxrlake run graph` first")]
+    /// The table has no rows.
+    #[error(
+        "{table} in the lake at {root} is empty; run `cxrlake run {stage}` first",
+        stage = stage_of(.table)
+    )]
     Empty {
+        /// `scene_graphs` or `qa`.
+        table: &'static str,
         /// Lake root.
         root: String,
     },
     /// The filter matched no row.
     #[error(
-        "no scene graph matches the filter `{filter}`; check it with \
-         `cxrlake sql \"SELECT patient_id, study_id FROM scene_graphs WHERE {filter}\"`"
+        "no row of {table} matches the filter `{filter}`; check it with \
+         `cxrlake sql \"SELECT patient_id, study_id FROM {table} WHERE {filter}\"`"
     )]
     NoMatch {
+        /// `scene_graphs` or `qa`.
+        table: &'static str,
         /// The filter as given.
         filter: String,
     },
-    /// The filter is not a valid SQL predicate over `scene_graphs`.
+    /// The filter is not a valid SQL predicate over the table.
     #[error(
-        "invalid filter `{filter}`: {source}; write a SQL predicate over scene_graphs columns, \
+        "invalid filter `{filter}`: {source}; write a SQL predicate over {table} columns, \
          e.g. study_id = 's50414267'"
     )]
     Filter {
+        /// `scene_graphs` or `qa`.
+        table: &'static str,
         /// The filter as given.
         filter: String,
         /// Why DataFusion rejected it.
@@ -43,35 +64,41 @@ pub enum ExportError {
     },
     /// The table lacks columns the export reads.
     #[error(
-        "scene_graphs lacks the columns {missing}; it was written by another cxrlake version: \
-         rerun `cxrlake run graph`"
+        "{table} lacks the columns {missing}; it was written by another cxrlake version: \
+         rerun `cxrlake run {stage}`",
+        stage = stage_of(.table)
     )]
     MissingColumns {
+        /// `scene_graphs` or `qa`.
+        table: &'static str,
         /// The missing column names, comma-separated.
         missing: String,
     },
-    /// A column has a type that does not fit D.1 (or has no JSON form).
+    /// A column has a type that does not fit the release layout (or has no JSON form).
     #[error(
-        "scene_graphs column {column} has type {data_type}, expected {expected}; \
-         rerun `cxrlake run graph` to rewrite the table with its schema"
+        "column {column} has type {data_type}, expected {expected}; \
+         rerun `cxrlake run {stage}` to rewrite the table with its schema",
+        stage = stage_of(.column)
     )]
     UnsupportedType {
-        /// Column path (`scene_graphs.observations.localization`).
+        /// Column path starting with the table (`scene_graphs.observations.localization`).
         column: String,
         /// The Arrow type.
         data_type: String,
-        /// What D.1 needs there.
+        /// What the layout needs there.
         expected: &'static str,
     },
     /// A patient or study id that does not follow the MIMIC pattern.
     #[error(
-        "scene_graphs row {row} (patient_id {patient_id:?}, study_id {study_id:?}): malformed \
+        "{table} row {row} (patient_id {patient_id:?}, study_id {study_id:?}): malformed \
          {field}: expected {expected}; fix or delete the row and rerun the export"
     )]
     MalformedId {
-        /// Row number in export order (0-based, after the filter).
+        /// `scene_graphs` or `qa`.
+        table: &'static str,
+        /// Row number in read order (0-based, after the filter).
         row: usize,
-        /// `patient_id` or `study_id`.
+        /// `patient_id`, `study_id` or `question_id`.
         field: &'static str,
         /// What a valid id looks like.
         expected: &'static str,
@@ -91,12 +118,53 @@ pub enum ExportError {
         /// Row number of the second occurrence (0-based, after the filter).
         row: usize,
     },
-    /// A row's nested data does not fit the D.1 shape (e.g. two observations with one obs_id).
+    /// A study of `qa` appears under two patient ids.
     #[error(
-        "scene graph of study {study_id} cannot be written as D.1 JSON: {detail}; \
-         rerun `cxrlake run graph`"
+        "study {study_id} of qa belongs to two patients, {patient_id} and {other_patient_id}; \
+         rerun `cxrlake run graph`, then `cxrlake run qa`"
+    )]
+    StudyOfTwoPatients {
+        /// The study id.
+        study_id: String,
+        /// One patient id (`null` for a missing one).
+        patient_id: String,
+        /// The other.
+        other_patient_id: String,
+    },
+    /// Two rows of `qa` have the same study and question id.
+    #[error(
+        "question {question_id} of study {study_id} has more than one row in qa; the table is \
+         keyed by (study_id, question_id): rerun `cxrlake run qa`"
+    )]
+    DuplicateQuestion {
+        /// The study id.
+        study_id: String,
+        /// The repeated question id.
+        question_id: String,
+    },
+    /// The export read another number of questions for a study than it counted first.
+    #[error(
+        "read {read} questions of study {study_id} where qa counted {expected}: the table \
+         changed during the export; rerun the export"
+    )]
+    QuestionsMissing {
+        /// The study id.
+        study_id: String,
+        /// Questions read.
+        read: usize,
+        /// Questions counted.
+        expected: usize,
+    },
+    /// A row's nested data does not fit the release shape (e.g. two observations with one
+    /// obs_id, an answer part whose parent is missing).
+    #[error(
+        "{table} row of study {study_id} cannot be written as release JSON: {detail}; \
+         rerun `cxrlake run {stage}`",
+        stage = stage_of(.table)
     )]
     Shape {
+        /// `scene_graphs` or `qa`.
+        table: &'static str,
         /// The row's study id.
         study_id: String,
         /// What is wrong.
@@ -127,7 +195,7 @@ pub enum ExportError {
     #[error(transparent)]
     Lake(#[from] cxrlake_lake::LakeError),
     /// A DataFusion operation (reading the table) failed.
-    #[error("reading scene_graphs: {0}")]
+    #[error("reading the lake: {0}")]
     DataFusion(#[from] datafusion::error::DataFusionError),
     /// A JSON value could not be serialised.
     #[error("serialising JSON: {0}")]

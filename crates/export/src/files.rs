@@ -12,11 +12,78 @@
 //! A failed write removes its temporary file. A killed process can leave one behind; its name
 //! starts with `.` and ends with `.tmp`, so it never matches `*.scene_graph.json` and can be
 //! deleted. There is no fsync: the guarantee covers interrupted processes, not power loss.
+//!
+//! Also here: the release's folder layout (`pXX/pXXXXXXXX/`) and the id checks that keep file
+//! names inside it.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{ExportError, Result};
+
+/// `p10/p10000032`: the folder of a patient's files (`pXX` = the first three characters of the
+/// prefixed patient id).
+pub(crate) fn patient_folder(patient_id: &str) -> PathBuf {
+    let group = patient_id.get(..3).unwrap_or(patient_id);
+    [group, patient_id].iter().collect()
+}
+
+/// `prefix` followed by at least `min_digits` ASCII digits and nothing else.
+pub(crate) fn is_id(id: &str, prefix: char, min_digits: usize) -> bool {
+    id.strip_prefix(prefix).is_some_and(|digits| {
+        digits.len() >= min_digits && digits.bytes().all(|b| b.is_ascii_digit())
+    })
+}
+
+/// The ids of row `row` of `table` if they are safe to name folders and files with: a patient
+/// id of `p` and two digits at least (the folder `pXX` takes the first three characters), a
+/// study id of `s` and digits.
+pub(crate) fn checked_ids<'a>(
+    table: &'static str,
+    row: usize,
+    patient_id: Option<&'a str>,
+    study_id: Option<&'a str>,
+) -> Result<(&'a str, &'a str)> {
+    let malformed = |field, expected| ExportError::MalformedId {
+        table,
+        row,
+        field,
+        expected,
+        patient_id: patient_id.map(str::to_string),
+        study_id: study_id.map(str::to_string),
+    };
+    let Some(patient) = patient_id.filter(|id| is_id(id, 'p', 2)) else {
+        return Err(malformed(
+            "patient_id",
+            "'p' followed by digits, e.g. p10000032",
+        ));
+    };
+    let Some(study) = study_id.filter(|id| is_id(id, 's', 1)) else {
+        return Err(malformed(
+            "study_id",
+            "'s' followed by digits, e.g. s50414267",
+        ));
+    };
+    Ok((patient, study))
+}
+
+/// Creates `folder` and its parents.
+pub(crate) fn create_folder(folder: &Path) -> Result<()> {
+    std::fs::create_dir_all(folder).map_err(|source| ExportError::Io {
+        path: folder.to_path_buf(),
+        source,
+    })
+}
+
+/// Writes `bytes` to `path` atomically, naming the path if it fails.
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic(path, bytes).map_err(|source| ExportError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
 
 /// Suffix of temporary files.
 pub(crate) const TEMP_SUFFIX: &str = ".tmp";
@@ -131,6 +198,16 @@ mod tests {
             "{\"new\":true}\n"
         );
         assert_eq!(names(dir.path()), ["s1.scene_graph.json"]);
+    }
+
+    #[test]
+    fn ids_need_their_prefix_and_digits() {
+        assert!(is_id("p10000032", 'p', 2));
+        assert!(is_id("s5", 's', 1));
+        for bad in ["10000032", "p1", "p1000003x", "P10000032", "p../etc", ""] {
+            assert!(!is_id(bad, 'p', 2), "{bad}");
+        }
+        assert_eq!(patient_folder("p10000032"), Path::new("p10/p10000032"));
     }
 
     #[test]

@@ -1,8 +1,9 @@
-//! The D.1 layout as data: every JSON object of a scene graph, its keys, and the shape of each
-//! value. One description drives both the export (Arrow row → D.1 object) and
-//! `validate_scene_graph`, so the two cannot drift apart; a test pins it to [`crate::d1`].
+//! The release layouts as data: every JSON object of a scene graph (D.1) and of a QA file (D.2),
+//! its keys, and the shape of each value. One description drives both the exports (Arrow row →
+//! JSON object) and the validators, so they cannot drift apart; tests pin it to [`crate::d1`]
+//! and [`crate::d2`].
 
-use crate::d1;
+use crate::{d1, d2};
 
 /// What a JSON scalar may hold.
 #[derive(Debug, Clone, Copy)]
@@ -23,6 +24,29 @@ pub(crate) enum Scalar {
     Bool,
     /// One of these strings, or null.
     OneOf(&'static [&'static str]),
+    /// One of these strings, never null.
+    Enum(&'static [&'static str]),
+    /// One of `allowed` or null, some lake values written differently.
+    Respelled(&'static Respelling),
+}
+
+/// Values the lake spells differently from the release.
+#[derive(Debug)]
+pub(crate) struct Respelling {
+    /// The JSON values (besides null).
+    pub allowed: &'static [&'static str],
+    /// Lake value → JSON value (`None`: null).
+    pub from_lake: &'static [(&'static str, Option<&'static str>)],
+}
+
+impl Respelling {
+    /// The JSON form of a lake value, if it is respelled.
+    pub fn respell(&self, lake: &str) -> Option<Option<&'static str>> {
+        self.from_lake
+            .iter()
+            .find(|(from, _)| *from == lake)
+            .map(|(_, to)| *to)
+    }
 }
 
 /// The shape of one value, and what a null in the lake becomes.
@@ -45,6 +69,22 @@ pub(crate) enum Shape {
     Optional(&'static Node),
     /// An object with fixed keys, always present; null becomes the object with every key empty.
     Fixed(&'static Node),
+    /// Lake: a list of `{name, value_json}`. JSON: `{name: value}` with each value parsed; null
+    /// becomes `{}`.
+    Variables,
+    /// Lake: a list of two-field structs (fields named here). JSON: a list of `[first, second]`
+    /// pairs; null becomes `[]`.
+    Pairs([(&'static str, Scalar); 2]),
+    /// Lake: the five extraction levels ([`QUALITY`]). JSON: [`EXTRACTION_QUALITY`], whose
+    /// `localization_quality` is the worst `localization_quality` of the items of the sibling
+    /// list named here (null when it has none).
+    QualityWithLocalization(&'static str),
+    /// Lake: a flat list of parts with `answer_id` and `parent_answer_id`. JSON: the top-level
+    /// parts (no parent) in `answer_id` order, each with its children under its
+    /// [`Shape::Children`] key, recursively; null becomes `[]`.
+    Tree(&'static Node),
+    /// JSON only: the children of a [`Shape::Tree`] part, a list of the same objects.
+    Children(&'static Node),
 }
 
 /// One kind of JSON object.
@@ -52,7 +92,7 @@ pub(crate) enum Shape {
 pub(crate) struct Node {
     /// Name used in messages.
     pub name: &'static str,
-    /// Keys in D.1 order with the shapes of their values.
+    /// Keys in release order with the shapes of their values.
     pub fields: &'static [(&'static str, Shape)],
 }
 
@@ -244,10 +284,156 @@ pub(crate) static ROOT: Node = Node {
     ],
 };
 
+// D.2: QA files.
+
+static LATERALITY: Respelling = Respelling {
+    allowed: d2::LATERALITY,
+    from_lake: &[("likely bilateral", Some("likely_bilateral"))],
+};
+
+static RATING: Respelling = Respelling {
+    allowed: d2::RATINGS,
+    from_lake: &[("not rated", None)],
+};
+
+const fn text_quality(aspect: &str) -> Shape {
+    Shape::Scalar(Scalar::OneOf(d2::text_quality_levels(aspect)))
+}
+
+/// One image's localization of an answer part; the lake's `image_id` keys the dict.
+pub(crate) static QA_LOCALIZATION: Node = Node {
+    name: "answer localization",
+    fields: &[
+        ("bboxes", Shape::Boxes),
+        ("localization_reference_ids", Shape::List(Scalar::Key)),
+        ("missing_localization", Shape::List(Scalar::Key)),
+        ("is_fallback", Shape::Scalar(Scalar::Bool)),
+        ("localization_quality", Shape::Scalar(LOCALIZATION_LEVEL)),
+    ],
+};
+
+/// `extraction_quality` as written ([`QUALITY`] and the worst localization level).
+pub(crate) static EXTRACTION_QUALITY: Node = Node {
+    name: "extraction quality",
+    fields: &[
+        ("region_extract_quality", quality_levels(0)),
+        ("entity_extract_quality", quality_levels(1)),
+        ("sentence_name_quality", quality_levels(2)),
+        ("change_quality", quality_levels(3)),
+        ("general_issue_level", quality_levels(4)),
+        ("localization_quality", Shape::Scalar(LOCALIZATION_LEVEL)),
+    ],
+};
+
+pub(crate) static QUESTION_QUALITY: Node = Node {
+    name: "question quality",
+    fields: &[
+        ("question_clarity", text_quality("question_clarity")),
+        ("completeness", text_quality("completeness")),
+        ("rating", Shape::Scalar(Scalar::Respelled(&RATING))),
+    ],
+};
+
+pub(crate) static ANSWER_QUALITY: Node = Node {
+    name: "answer quality",
+    fields: &[
+        ("entailment", text_quality("entailment")),
+        ("relevance", text_quality("relevance")),
+        ("answer_clarity", text_quality("answer_clarity")),
+        ("rating", Shape::Scalar(Scalar::Respelled(&RATING))),
+    ],
+};
+
+pub(crate) static ANSWER: Node = Node {
+    name: "answer part",
+    fields: &[
+        ("answer_id", Shape::Scalar(Scalar::Int)),
+        ("answer_type", Shape::Scalar(Scalar::Enum(d2::ANSWER_TYPES))),
+        ("answer_level", Shape::Scalar(Scalar::Int)),
+        ("text", Shape::Scalar(Scalar::Text)),
+        ("name_tag", Shape::Scalar(Scalar::Text)),
+        ("laterality", Shape::Scalar(Scalar::Respelled(&LATERALITY))),
+        ("regions", Shape::List(Scalar::Key)),
+        ("obs_entities", Shape::List(Scalar::Key)),
+        ("obs_entities_parents", Shape::List(Scalar::Key)),
+        ("obs_categories", Shape::List(Scalar::Key)),
+        ("obs_subcategories", Shape::List(Scalar::Key)),
+        ("certainty", Shape::Scalar(Scalar::OneOf(d2::CERTAINTY))),
+        (
+            "positiveness",
+            Shape::Scalar(Scalar::OneOf(d2::POSITIVENESS)),
+        ),
+        (
+            "modifiers",
+            Shape::Pairs([
+                ("modifier_type", Scalar::Enum(d2::MODIFIER_TYPES)),
+                ("value", Scalar::Key),
+            ]),
+        ),
+        ("localization", Shape::Dict(&QA_LOCALIZATION, "image_id")),
+        ("from_report", Shape::Scalar(Scalar::Bool)),
+        ("obs_ids", Shape::List(Scalar::ObsId)),
+        (
+            "extraction_quality",
+            Shape::QualityWithLocalization("localization"),
+        ),
+        ("answer_quality", Shape::Fixed(&ANSWER_QUALITY)),
+        ("sub_answers", Shape::Children(&ANSWER)),
+    ],
+};
+
+/// A question (QA pair): D.2's keys in release order, then cxrlake's provenance.
+pub(crate) static QUESTION: Node = Node {
+    name: "question",
+    fields: &[
+        ("question_id", Shape::Scalar(Scalar::Key)),
+        ("question_type", Shape::Scalar(Scalar::Key)),
+        (
+            "question_strategy",
+            Shape::Scalar(Scalar::Enum(d2::STRATEGIES)),
+        ),
+        ("variables", Shape::Variables),
+        ("obs_ids", Shape::List(Scalar::ObsId)),
+        ("contains_report_answers", Shape::Scalar(Scalar::Bool)),
+        ("contains_template_answers", Shape::Scalar(Scalar::Bool)),
+        (
+            "extraction_quality",
+            Shape::QualityWithLocalization("question_img_localization_quality"),
+        ),
+        ("question_img_localization_quality", Shape::LevelDict),
+        ("question", Shape::Scalar(Scalar::Key)),
+        ("answers", Shape::Tree(&ANSWER)),
+        ("question_quality", Shape::Fixed(&QUESTION_QUALITY)),
+        ("extractor", Shape::Scalar(Scalar::Text)),
+        ("embedder", Shape::Scalar(Scalar::Text)),
+    ],
+};
+
+/// A `*.qa.json` file.
+pub(crate) static QA_FILE: Node = Node {
+    name: "qa file",
+    fields: &[
+        ("patient_id", Shape::Scalar(Scalar::PatientId)),
+        ("study_id", Shape::Scalar(Scalar::StudyId)),
+        ("questions", Shape::Objects(&QUESTION)),
+    ],
+};
+
 impl Node {
     /// The node's keys in order.
     pub fn keys(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.fields.iter().map(|(key, _)| *key)
+    }
+
+    /// Keys that may be absent: cxrlake's provenance, which files of the original release lack.
+    pub fn optional_keys(&self) -> &'static [&'static str] {
+        if std::ptr::eq(self, &ROOT) {
+            d1::CXRLAKE_ROOT
+        } else if std::ptr::eq(self, &QUESTION) {
+            d2::CXRLAKE_QUESTION
+        } else {
+            &[]
+        }
     }
 }
 
@@ -313,7 +499,14 @@ mod tests {
                     let names: Vec<_> = fields.iter().map(|f| f.name().as_str()).collect();
                     assert_eq!(names, ["image_id", "localization_quality"]);
                 }
-                Shape::Scalar(_) | Shape::List(_) | Shape::Boxes => {}
+                Shape::Scalar(_)
+                | Shape::List(_)
+                | Shape::Boxes
+                | Shape::Variables
+                | Shape::Pairs(_)
+                | Shape::QualityWithLocalization(_)
+                | Shape::Tree(_)
+                | Shape::Children(_) => {}
             }
         }
     }
@@ -322,5 +515,87 @@ mod tests {
     fn the_layout_reads_every_scene_graphs_column() {
         let schema = cxrlake_schemas::pipeline::scene_graphs();
         assert_matches(&ROOT, schema.fields());
+    }
+
+    #[test]
+    fn the_qa_layout_has_exactly_the_d2_keys() {
+        let question: Vec<_> = d2::QUESTION
+            .iter()
+            .chain(d2::CXRLAKE_QUESTION)
+            .copied()
+            .collect();
+        assert_eq!(keys(&QUESTION), question);
+        assert_eq!(keys(&QA_FILE), d2::FILE);
+        assert_eq!(keys(&ANSWER), d2::ANSWER);
+        assert_eq!(keys(&QA_LOCALIZATION), d2::LOCALIZATION);
+        assert_eq!(keys(&EXTRACTION_QUALITY), d2::EXTRACTION_QUALITY);
+        assert_eq!(keys(&QUESTION_QUALITY), d2::QUESTION_QUALITY);
+        assert_eq!(keys(&ANSWER_QUALITY), d2::ANSWER_QUALITY);
+        assert_eq!(keys(&QUALITY), d2::EXTRACTION_QUALITY[..5]);
+    }
+
+    fn names(fields: &Fields) -> Vec<&str> {
+        let mut names: Vec<_> = fields.iter().map(|f| f.name().as_str()).collect();
+        names.sort_unstable();
+        names
+    }
+
+    fn sorted(keys: impl IntoIterator<Item = &'static str>) -> Vec<&'static str> {
+        let mut keys: Vec<_> = keys.into_iter().collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    /// The QA layout reads `qa` columns of the same names; what it leaves out is deliberate:
+    /// the file root's ids, the judge's columns folded into `question_quality`, the flat
+    /// hierarchy, and the image id that keys each localization.
+    #[test]
+    fn the_qa_layout_reads_every_qa_column() {
+        let schema = cxrlake_schemas::pipeline::qa();
+        let mut lake = names(schema.fields());
+        lake.retain(|name| {
+            !["patient_id", "study_id", "rating", "rating_rank", "judge"].contains(name)
+        });
+        assert_eq!(lake, sorted(QUESTION.keys()));
+
+        let (_, answers) = schema.fields().find("answers").expect("answers");
+        let answer = struct_fields("answers", answers.data_type());
+        let mut lake = names(&answer);
+        lake.retain(|name| *name != "parent_answer_id");
+        let written = ANSWER.keys().filter(|key| *key != "sub_answers");
+        assert_eq!(lake, sorted(written));
+
+        let (_, localization) = answer.find("localization").expect("localization");
+        let localization = struct_fields("localization", localization.data_type());
+        let mut lake = names(&localization);
+        lake.retain(|name| *name != "image_id");
+        assert_eq!(lake, sorted(QA_LOCALIZATION.keys()));
+
+        let (_, quality) = answer.find("answer_quality").expect("answer_quality");
+        assert_matches(
+            &ANSWER_QUALITY,
+            &struct_fields("answer_quality", quality.data_type()),
+        );
+        let (_, quality) = schema
+            .fields()
+            .find("question_quality")
+            .expect("question_quality");
+        let quality = struct_fields("question_quality", quality.data_type());
+        assert_matches(&QUESTION_QUALITY, &quality);
+        for node in [&QUESTION, &ANSWER] {
+            let (_, shape) = node
+                .fields
+                .iter()
+                .find(|(key, _)| *key == "extraction_quality")
+                .expect("extraction_quality");
+            assert!(matches!(shape, Shape::QualityWithLocalization(_)));
+        }
+        let (_, quality) = answer
+            .find("extraction_quality")
+            .expect("extraction_quality");
+        assert_matches(
+            &QUALITY,
+            &struct_fields("extraction_quality", quality.data_type()),
+        );
     }
 }

@@ -1,45 +1,76 @@
-//! Exports of the lake in the layout of the released dataset (MIMIC-Ext-CXR-QBA). For now: the
-//! `scene_graphs` table as one JSON file per study, shaped as the paper's appendix D.1.
+//! Exports of the lake in the layout of the released dataset (MIMIC-Ext-CXR-QBA): the
+//! `scene_graphs` table as one JSON file per study shaped as the paper's appendix D.1, and the
+//! `qa` table as one JSON file per study shaped as D.2.
 //!
 //! ```text
-//! <out_dir>/p10/p10000032/s50414267.scene_graph.json     pXX = first 3 chars of the patient id
+//! <out_dir>/p10/p10000032/s50414267.scene_graph.json   export_scene_graphs
+//! <out_dir>/p10/p10000032/s50414267.qa.json            export_qa
+//!           pXX = first 3 chars of the patient id
 //! ```
 //!
 //! Each file is one compact UTF-8 JSON object and a newline, written atomically (temporary file,
-//! then rename), with keys in D.1 order.
+//! then rename), with keys in release order. Both exports stream the table in record batches,
+//! write on a bounded number of blocking tasks, files in parallel, and take a SQL filter over the
+//! table's columns.
 //!
 //! # Arrow → JSON
 //!
-//! Arrow cannot hold dicts keyed by data, so the lake stores lists of structs that carry their
-//! key; the export turns them back into D.1's dicts:
+//! Arrow cannot hold dicts keyed by data, nor recursive lists, so the lake stores lists of structs
+//! that carry their key, and flat answer parts; the exports turn them back into the release's
+//! shapes:
 //!
 //! - `observations`, `regions`: `list<struct<obs_id | region, …>>` → `{obs_id | region: {…}}`;
-//! - every `localization`: `list<struct<image_id, bboxes, …>>` → `{image_id: {…}}`;
-//! - `study_img_localization_quality`: `list<struct<image_id, localization_quality>>` →
-//!   `{image_id: level}`;
-//! - `modifiers`: `struct<severity, texture, spread, temporal>` of lists → a dict of four lists;
+//! - every `localization`: `list<struct<image_id, bboxes, …>>` → `{image_id: {…}}` (in QA files
+//!   without `image_id` in the values);
+//! - `study_img_localization_quality`, `question_img_localization_quality`:
+//!   `list<struct<image_id, localization_quality>>` → `{image_id: level}`;
+//! - scene-graph `modifiers`: `struct<severity, texture, spread, temporal>` of lists → a dict of
+//!   four lists; answer-part `modifiers`: `list<struct<modifier_type, value>>` → `[[type,
+//!   value], …]`;
 //! - `bboxes`: `list<fixed_size_list<f32, 4>>` (`list<list<f32>>` as read back from Delta) →
 //!   `[[x1, y1, x2, y2], …]`;
 //! - `indication`: a struct whose `answer_for_indication` is an observation node (`OIND`) → an
-//!   object, or `null` when the study has none.
+//!   object, or `null` when the study has none;
+//! - `variables`: `list<struct<name, value_json>>` → `{name: value}` with each value parsed;
+//! - `answers`: a flat list with `answer_id`, `parent_answer_id` and `answer_level` → the
+//!   top-level parts in `answer_id` order, each with its children under `sub_answers` (always
+//!   present, possibly `[]`);
+//! - QA `extraction_quality`: the five extraction levels plus `localization_quality`, the worst
+//!   per-image level of the question (or of the answer part's localization), `null` if none.
 //!
-//! Every D.1 key is written in every object: a null list becomes `[]`, a null dict `{}`, a null
-//! quality or modifier struct an object with every key, other nulls stay `null`. The root also
-//! carries cxrlake's provenance, `extractor` and `embedder`. [`d1`] lists the keys and
-//! enumerations; [`validate_scene_graph`] checks a value against them.
+//! Every key is written in every object: a null list becomes `[]`, a null dict `{}`, a null
+//! quality or modifier struct an object with every key, other nulls stay `null`. Scene graphs
+//! carry cxrlake's provenance, `extractor` and `embedder`, at the root, QA files on each
+//! question. [`d1`] and [`d2`] list the keys and enumerations; [`validate_scene_graph`] and
+//! [`validate_qa`] check a value against them.
+//!
+//! # Quality levels and ratings
+//!
+//! The release writes per-criterion quality values as integers and maps them to level names in
+//! `quality_mappings.csv`. cxrlake writes the level names themselves (`NO_ISSUES`,
+//! `BOX_AND_MASK_LOCALIZATION`, `OPTIMAL`), as the lake stores them, so the files read without
+//! the mapping; the validators accept the names only. Ratings are written as their grade (`A+`);
+//! a question or part that is not judged yet, or could not be rated, has `rating: null`. Answer
+//! part `laterality` is spelled as in D.2 (`likely_bilateral`).
 
 mod columns;
 pub mod d1;
+pub mod d2;
 pub mod error;
 mod files;
+mod inflight;
 mod layout;
+pub mod qa;
+mod scan;
 pub mod scene_graphs;
+mod summary;
 mod validate;
 mod writer;
 
 pub use error::{ExportError, Result};
+pub use qa::{QA_SUFFIX, QaExport, export_qa, qa_path};
 pub use scene_graphs::{
-    ExportSummary, SCENE_GRAPH_SUFFIX, SceneGraphExport, export_scene_graphs, scene_graph_json,
-    study_path,
+    SCENE_GRAPH_SUFFIX, SceneGraphExport, export_scene_graphs, scene_graph_json, study_path,
 };
-pub use validate::validate_scene_graph;
+pub use summary::{ExportKind, ExportSummary};
+pub use validate::{validate_qa, validate_scene_graph};

@@ -10,37 +10,30 @@
 //! straight to bytes (lists keyed by id → dicts, nulls → `[]`/`{}`, keys in D.1 order) as compact
 //! UTF-8 JSON with a trailing newline.
 
-use std::collections::{HashSet, VecDeque};
-use std::fmt;
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
-use arrow::compute::cast;
-use arrow::datatypes::DataType;
+use arrow::array::{Array, AsArray, RecordBatch};
 use cxrlake_lake::Lake;
-use datafusion::error::DataFusionError;
-use datafusion::physical_plan::SendableRecordBatchStream;
 use futures::StreamExt;
 use rayon::prelude::*;
 use serde_json::Value;
-use tokio::task::JoinHandle;
 use tracing::Instrument;
 
 use crate::error::{ExportError, Result};
-use crate::files::write_atomic;
-use crate::writer::{SceneGraphWriter, root_column};
+use crate::files::{checked_ids, create_folder, patient_folder, write_file};
+use crate::inflight::{Writers, Written};
+use crate::scan::{filter_error, filtered_table, nothing_to_export, text_column};
+use crate::summary::{ExportKind, ExportSummary};
+use crate::writer::{SceneGraphWriter, scene_graph_column};
 
 /// The lake table this export reads.
 const TABLE: &str = "scene_graphs";
 
 /// Suffix of a study's scene graph file.
 pub const SCENE_GRAPH_SUFFIX: &str = ".scene_graph.json";
-
-/// Batches being written at once; each is written by rayon's pool, so this bounds memory, not
-/// parallelism.
-const BATCHES_IN_FLIGHT: usize = 2;
 
 /// What to export and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,50 +60,11 @@ impl SceneGraphExport {
     }
 }
 
-/// What an export wrote.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExportSummary {
-    /// Studies exported.
-    pub studies: usize,
-    /// Files written.
-    pub files: usize,
-    /// Bytes written.
-    pub bytes: u64,
-    /// Wall-clock seconds.
-    pub seconds: f64,
-    /// The output folder.
-    pub out_dir: PathBuf,
-}
-
-impl fmt::Display for ExportSummary {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let rate = if self.seconds > 0.0 {
-            self.studies as f64 / self.seconds
-        } else {
-            0.0
-        };
-        write!(
-            f,
-            "scene graphs: {} studies → {} ({:.1} MB) in {:.2} s ({rate:.0} studies/s)",
-            self.studies,
-            self.out_dir.display(),
-            self.bytes as f64 / 1e6,
-            self.seconds,
-        )
-    }
-}
-
 /// Where a study's scene graph goes, relative to the export folder:
 /// `p10/p10000032/s50414267.scene_graph.json` (`pXX` = the first three characters of the
 /// prefixed patient id).
 pub fn study_path(patient_id: &str, study_id: &str) -> PathBuf {
     patient_folder(patient_id).join(format!("{study_id}{SCENE_GRAPH_SUFFIX}"))
-}
-
-/// `p10/p10000032`.
-fn patient_folder(patient_id: &str) -> PathBuf {
-    let group = patient_id.get(..3).unwrap_or(patient_id);
-    [group, patient_id].iter().collect()
 }
 
 /// One `scene_graphs` row as its D.1 JSON object.
@@ -121,7 +75,7 @@ pub fn scene_graph_json(batch: &RecordBatch, row: usize) -> Result<Value> {
             rows: batch.num_rows(),
         });
     }
-    let root = root_column(batch)?;
+    let root = scene_graph_column(batch)?;
     let writer = SceneGraphWriter::new(&root)?;
     let mut bytes = Vec::new();
     write_row(&writer, row, &mut bytes)?;
@@ -131,6 +85,7 @@ pub fn scene_graph_json(batch: &RecordBatch, row: usize) -> Result<Value> {
 /// Appends row `row` as JSON, naming the study if it does not fit D.1.
 fn write_row(writer: &SceneGraphWriter<'_>, row: usize, out: &mut Vec<u8>) -> Result<()> {
     writer.write(row, out).map_err(|detail| ExportError::Shape {
+        table: TABLE,
         study_id: writer.ids(row).1.unwrap_or("(null)").to_string(),
         detail,
     })
@@ -144,11 +99,16 @@ pub async fn export_scene_graphs(lake: &Lake, export: &SceneGraphExport) -> Resu
 
 async fn run(lake: &Lake, export: &SceneGraphExport) -> Result<ExportSummary> {
     let started = Instant::now();
-    let mut stream = scan(lake, export).await?;
-    std::fs::create_dir_all(&export.out_dir).map_err(|source| ExportError::Io {
-        path: export.out_dir.clone(),
-        source,
-    })?;
+    let filter = export.filter.as_deref();
+    let frame = filtered_table(lake, TABLE, filter).await?;
+    let mut stream = match filter {
+        Some(filter) => frame
+            .execute_stream()
+            .await
+            .map_err(filter_error(TABLE, filter))?,
+        None => frame.execute_stream().await?,
+    };
+    create_folder(&export.out_dir)?;
 
     let out_dir = Arc::new(export.out_dir.clone());
     let mut checker = RowChecker::default();
@@ -172,18 +132,13 @@ async fn run(lake: &Lake, export: &SceneGraphExport) -> Result<ExportSummary> {
     let written = written?;
 
     if written.studies == 0 {
-        return Err(match &export.filter {
-            Some(filter) => ExportError::NoMatch {
-                filter: filter.clone(),
-            },
-            None => ExportError::Empty {
-                root: lake.root().to_string(),
-            },
-        });
+        return Err(nothing_to_export(lake, TABLE, filter));
     }
     let summary = ExportSummary {
+        kind: ExportKind::SceneGraphs,
         studies: written.studies,
         files: written.studies,
+        questions: 0,
         bytes: written.bytes,
         seconds: started.elapsed().as_secs_f64(),
         out_dir: export.out_dir.clone(),
@@ -197,80 +152,6 @@ async fn run(lake: &Lake, export: &SceneGraphExport) -> Result<ExportSummary> {
     Ok(summary)
 }
 
-/// The filtered table as a stream of batches.
-async fn scan(lake: &Lake, export: &SceneGraphExport) -> Result<SendableRecordBatchStream> {
-    let ctx = lake.session().await?;
-    if !ctx.table_exist(TABLE)? {
-        return Err(ExportError::NoSceneGraphs {
-            root: lake.root().to_string(),
-        });
-    }
-    let mut frame = ctx.table(TABLE).await?;
-    let Some(filter) = &export.filter else {
-        return Ok(frame.execute_stream().await?);
-    };
-    let invalid = |source: DataFusionError| ExportError::Filter {
-        filter: filter.clone(),
-        source: Box::new(source),
-    };
-    let predicate = frame.parse_sql_expr(filter).map_err(invalid)?;
-    frame = frame.filter(predicate).map_err(invalid)?;
-    frame.execute_stream().await.map_err(invalid)
-}
-
-/// Studies and bytes written.
-#[derive(Debug, Default, Clone, Copy)]
-struct Written {
-    studies: usize,
-    bytes: u64,
-}
-
-impl Written {
-    fn add(self, other: Written) -> Written {
-        Written {
-            studies: self.studies + other.studies,
-            bytes: self.bytes + other.bytes,
-        }
-    }
-}
-
-/// Batch writers in flight, at most [`BATCHES_IN_FLIGHT`].
-#[derive(Default)]
-struct Writers {
-    pending: VecDeque<JoinHandle<Result<Written>>>,
-    written: Written,
-}
-
-impl Writers {
-    /// Starts `task`, first waiting for the oldest one if too many are running.
-    async fn push(&mut self, task: JoinHandle<Result<Written>>) -> Result<()> {
-        self.pending.push_back(task);
-        if self.pending.len() > BATCHES_IN_FLIGHT
-            && let Some(oldest) = self.pending.pop_front()
-        {
-            self.written = self.written.add(oldest.await??);
-        }
-        Ok(())
-    }
-
-    /// Waits for every task; the first error wins.
-    async fn finish(&mut self) -> Result<Written> {
-        let mut first_error = None;
-        while let Some(task) = self.pending.pop_front() {
-            match task.await {
-                Ok(Ok(written)) => self.written = self.written.add(written),
-                Ok(Err(err)) => {
-                    first_error.get_or_insert(err);
-                }
-                Err(err) => {
-                    first_error.get_or_insert(err.into());
-                }
-            }
-        }
-        first_error.map_or(Ok(self.written), Err)
-    }
-}
-
 /// Validates ids and finds repeated studies across batches, numbering rows in export order.
 #[derive(Default)]
 struct RowChecker {
@@ -280,33 +161,14 @@ struct RowChecker {
 
 impl RowChecker {
     fn check(&mut self, batch: &RecordBatch) -> Result<()> {
-        let patients = text_column(batch, "patient_id")?;
-        let studies = text_column(batch, "study_id")?;
+        let patients = text_column(batch, "patient_id", TABLE)?;
+        let studies = text_column(batch, "study_id", TABLE)?;
         let (patients, studies) = (patients.as_string::<i32>(), studies.as_string::<i32>());
         for i in 0..batch.num_rows() {
             let row = self.rows + i;
             let patient_id = patients.is_valid(i).then(|| patients.value(i));
             let study_id = studies.is_valid(i).then(|| studies.value(i));
-            let malformed = |field, expected| ExportError::MalformedId {
-                row,
-                field,
-                expected,
-                patient_id: patient_id.map(str::to_string),
-                study_id: study_id.map(str::to_string),
-            };
-            // Two digits at least: the folder `pXX` takes the first three characters.
-            if !patient_id.is_some_and(|id| is_id(id, 'p', 2)) {
-                return Err(malformed(
-                    "patient_id",
-                    "'p' followed by digits, e.g. p10000032",
-                ));
-            }
-            let Some(study_id) = study_id.filter(|id| is_id(id, 's', 1)) else {
-                return Err(malformed(
-                    "study_id",
-                    "'s' followed by digits, e.g. s50414267",
-                ));
-            };
+            let (_, study_id) = checked_ids(TABLE, row, patient_id, study_id)?;
             if !self.seen.insert(study_id.to_string()) {
                 return Err(ExportError::DuplicateStudy {
                     study_id: study_id.to_string(),
@@ -319,29 +181,12 @@ impl RowChecker {
     }
 }
 
-/// `prefix` followed by at least `min_digits` ASCII digits and nothing else.
-fn is_id(id: &str, prefix: char, min_digits: usize) -> bool {
-    id.strip_prefix(prefix).is_some_and(|digits| {
-        digits.len() >= min_digits && digits.bytes().all(|b| b.is_ascii_digit())
-    })
-}
-
-/// A column of `batch` as `utf8`.
-fn text_column(batch: &RecordBatch, name: &str) -> Result<ArrayRef> {
-    let column = batch
-        .column_by_name(name)
-        .ok_or_else(|| ExportError::MissingColumns {
-            missing: name.to_string(),
-        })?;
-    Ok(cast(column, &DataType::Utf8)?)
-}
-
 /// Bytes reserved per file (typical graphs take 10–30 kB).
 const FILE_CAPACITY: usize = 32 * 1024;
 
 /// Writes every row of `batch` as a file under `out_dir`, rows in parallel.
 fn write_batch(out_dir: &Path, batch: &RecordBatch) -> Result<Written> {
-    let root = root_column(batch)?;
+    let root = scene_graph_column(batch)?;
     let writer = SceneGraphWriter::new(&root)?;
     create_folders(out_dir, &writer, batch.num_rows())?;
     (0..batch.num_rows())
@@ -360,11 +205,7 @@ fn create_folders(out_dir: &Path, writer: &SceneGraphWriter<'_>, rows: usize) ->
         if let (Some(patient_id), _) = writer.ids(row)
             && patients.insert(patient_id)
         {
-            let folder = out_dir.join(patient_folder(patient_id));
-            std::fs::create_dir_all(&folder).map_err(|source| ExportError::Io {
-                path: folder,
-                source,
-            })?;
+            create_folder(&out_dir.join(patient_folder(patient_id)))?;
         }
     }
     Ok(())
@@ -385,12 +226,10 @@ fn write_study(
         patient_id.unwrap_or_default(),
         study_id.unwrap_or_default(),
     ));
-    write_atomic(&path, bytes).map_err(|source| ExportError::Io {
-        path: path.clone(),
-        source,
-    })?;
+    write_file(&path, bytes)?;
     Ok(Written {
         studies: 1,
+        questions: 0,
         bytes: bytes.len() as u64,
     })
 }
@@ -404,30 +243,6 @@ mod tests {
         assert_eq!(
             study_path("p10000032", "s50414267"),
             Path::new("p10/p10000032/s50414267.scene_graph.json")
-        );
-    }
-
-    #[test]
-    fn ids_need_their_prefix_and_digits() {
-        assert!(is_id("p10000032", 'p', 2));
-        assert!(is_id("s5", 's', 1));
-        for bad in ["10000032", "p1", "p1000003x", "P10000032", "p../etc", ""] {
-            assert!(!is_id(bad, 'p', 2), "{bad}");
-        }
-    }
-
-    #[test]
-    fn the_summary_reads_as_one_line() {
-        let summary = ExportSummary {
-            studies: 3000,
-            files: 3000,
-            bytes: 12_500_000,
-            seconds: 1.5,
-            out_dir: PathBuf::from("out/scene_data"),
-        };
-        assert_eq!(
-            summary.to_string(),
-            "scene graphs: 3000 studies → out/scene_data (12.5 MB) in 1.50 s (2000 studies/s)"
         );
     }
 }

@@ -1,14 +1,46 @@
-//! Checks a scene-graph JSON value against D.1: every key present and no other (cxrlake's
-//! `extractor` and `embedder` are allowed at the root), JSON types, dict keys equal to the ids of
-//! their values, enumerations, boxes of four numbers, and ids that point at existing nodes.
-//! `extractor` and `embedder` may be absent, so files of the original release validate too.
+//! Checks exported JSON values against the release layouts: every key present and no other
+//! (cxrlake's `extractor` and `embedder` are allowed at a scene graph's root and on each
+//! question), JSON types, dict keys equal to the ids of their values, enumerations, boxes of
+//! four numbers; then each layout's own rules — for scene graphs (D.1), ids that point at
+//! existing nodes; for QA files (D.2), question ids, the answer hierarchy and the images of
+//! localizations. `extractor` and `embedder` may be absent, so files of the original release
+//! pass these checks too, except for quality levels: cxrlake writes their names (`NO_ISSUES`),
+//! the release integers.
 
 use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-use crate::d1;
 use crate::layout::{self, Node, Scalar, Shape};
+use crate::{d1, d2};
+
+/// Every deviation of `value`, a parsed `*.qa.json` file, from the D.2 layout, as
+/// `path: problem` lines (`questions[3].answers[0].sub_answers[1].answer_level: 2, expected 1`);
+/// empty when it conforms. Beyond keys, JSON types and enumerations: each question id is
+/// `<question_type>_<NNN>` and unique in the file, answer ids are unique within their question,
+/// top-level parts have level 0 and each sub-answer its parent's level + 1, each question has a
+/// main answer, `contains_report_answers`/`contains_template_answers` agree with the parts'
+/// `from_report`, and every image of a localization has a
+/// `question_img_localization_quality` entry.
+pub fn validate_qa(value: &Value) -> Vec<String> {
+    let mut validator = Validator::default();
+    validator.object(&layout::QA_FILE, value, "");
+    let questions = value.get("questions").and_then(Value::as_array);
+    let mut question_ids = HashSet::new();
+    for (i, question) in questions.into_iter().flatten().enumerate() {
+        let path = format!("questions[{i}]");
+        if let Some(id) = question.get("question_id").and_then(Value::as_str)
+            && !question_ids.insert(id)
+        {
+            validator.report(
+                &path,
+                format!("question_id {id} is not unique in the study"),
+            );
+        }
+        validator.question(question, &path);
+    }
+    validator.deviations
+}
 
 /// Every deviation of `value` from the D.1 scene graph layout, as `path: problem` lines
 /// (`observations.O01.child_level: expected an integer, found string`); empty when it conforms.
@@ -24,6 +56,17 @@ pub fn validate_scene_graph(value: &Value) -> Vec<String> {
 #[derive(Default)]
 struct Validator {
     deviations: Vec<String>,
+}
+
+/// What the answer parts of one question showed so far.
+#[derive(Default)]
+struct Parts<'v> {
+    /// Images of `question_img_localization_quality`.
+    images: HashSet<&'v str>,
+    ids: HashSet<i64>,
+    main_answer: bool,
+    from_report: bool,
+    from_template: bool,
 }
 
 fn join(path: &str, key: &str) -> String {
@@ -65,12 +108,12 @@ impl Validator {
             );
             return;
         };
-        // The provenance keys are allowed at the root, not required (release files lack them).
-        let is_root = std::ptr::eq(node, &layout::ROOT);
+        // The provenance keys are allowed, not required (release files lack them).
+        let optional = node.optional_keys();
         for (key, shape) in node.fields {
             match map.get(*key) {
                 Some(inner) => self.shape(*shape, inner, &join(path, key)),
-                None if is_root && d1::CXRLAKE_ROOT.contains(key) => {}
+                None if optional.contains(key) => {}
                 None => self.report(path, format!("missing key `{key}`")),
             }
         }
@@ -157,6 +200,38 @@ impl Validator {
                 }
             }
             Shape::Fixed(node) => self.object(node, value, path),
+            Shape::Variables => {
+                let Some(map) = self.dict(value, path) else {
+                    return;
+                };
+                if map.contains_key("") {
+                    self.report(path, "a variable has an empty name");
+                }
+            }
+            Shape::Pairs(kinds) => {
+                for (i, pair) in self.list(value, path).iter().enumerate() {
+                    let pair_path = format!("{path}[{i}]");
+                    match pair.as_array().filter(|items| items.len() == 2) {
+                        Some(items) => {
+                            for (j, ((_, kind), item)) in kinds.iter().zip(items).enumerate() {
+                                self.scalar(*kind, item, &format!("{pair_path}[{j}]"));
+                            }
+                        }
+                        None => self.report(
+                            &pair_path,
+                            format!("expected a pair [type, value], found {pair}"),
+                        ),
+                    }
+                }
+            }
+            Shape::QualityWithLocalization(_) => {
+                self.object(&layout::EXTRACTION_QUALITY, value, path);
+            }
+            Shape::Tree(node) | Shape::Children(node) => {
+                for (i, item) in self.list(value, path).iter().enumerate() {
+                    self.object(node, item, &format!("{path}[{i}]"));
+                }
+            }
         }
     }
 
@@ -178,8 +253,14 @@ impl Validator {
                 .then(|| format!("expected an integer, found {found} {value}")),
             Scalar::Bool => (!value.is_null() && !value.is_boolean())
                 .then(|| format!("expected a boolean or null, found {found}")),
-            Scalar::OneOf(allowed) => match value {
-                Value::Null => None,
+            Scalar::OneOf(allowed) | Scalar::Respelled(&layout::Respelling { allowed, .. }) => {
+                match value {
+                    Value::Null => None,
+                    Value::String(s) if allowed.contains(&s.as_str()) => None,
+                    other => Some(format!("{other} is not one of {}", allowed.join(", "))),
+                }
+            }
+            Scalar::Enum(allowed) => match value {
                 Value::String(s) if allowed.contains(&s.as_str()) => None,
                 other => Some(format!("{other} is not one of {}", allowed.join(", "))),
             },
@@ -293,6 +374,99 @@ impl Validator {
             for (i, id) in ids("associated_sentence_ids").enumerate() {
                 let path = format!("indication.associated_sentence_ids[{i}]");
                 check(path, id, &sentences, "a sentence");
+            }
+        }
+    }
+
+    /// D.2's rules for one question (see [`validate_qa`]).
+    fn question(&mut self, question: &Value, path: &str) {
+        let text = |key: &str| question.get(key).and_then(Value::as_str);
+        if let (Some(id), Some(question_type)) = (text("question_id"), text("question_type"))
+            && !d2::is_question_id(id, question_type)
+        {
+            self.report(
+                &join(path, "question_id"),
+                format!("{id} is not <question_type>_<NNN> for question_type {question_type}"),
+            );
+        }
+        let images: HashSet<&str> = question
+            .get("question_img_localization_quality")
+            .and_then(Value::as_object)
+            .map(|map| map.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let mut parts = Parts {
+            images,
+            ..Parts::default()
+        };
+        if let Some(answers) = question.get("answers").and_then(Value::as_array) {
+            self.parts(answers, 0, &join(path, "answers"), &mut parts);
+        }
+        if !parts.main_answer {
+            self.report(
+                &join(path, "answers"),
+                format!("no answer part is a {}", d2::MAIN_ANSWER),
+            );
+        }
+        for (key, derived) in [
+            ("contains_report_answers", parts.from_report),
+            ("contains_template_answers", parts.from_template),
+        ] {
+            if let Some(flag) = question.get(key).and_then(Value::as_bool)
+                && flag != derived
+            {
+                self.report(
+                    &join(path, key),
+                    format!("{flag}, but the answer parts say {derived}"),
+                );
+            }
+        }
+    }
+
+    /// The answer parts of one level of a question, recursively.
+    fn parts(&mut self, answers: &[Value], level: i64, path: &str, seen: &mut Parts<'_>) {
+        for (i, part) in answers.iter().enumerate() {
+            let path = format!("{path}[{i}]");
+            if let Some(id) = part.get("answer_id").and_then(Value::as_i64)
+                && !seen.ids.insert(id)
+            {
+                self.report(
+                    &join(&path, "answer_id"),
+                    format!("{id} is not unique in the question"),
+                );
+            }
+            if let Some(found) = part.get("answer_level").and_then(Value::as_i64)
+                && found != level
+            {
+                let expected = if level == 0 {
+                    "0 for a top-level part".to_string()
+                } else {
+                    format!("{level}, its parent's level + 1")
+                };
+                self.report(
+                    &join(&path, "answer_level"),
+                    format!("{found}, expected {expected}"),
+                );
+            }
+            if part.get("answer_type").and_then(Value::as_str) == Some(d2::MAIN_ANSWER) {
+                seen.main_answer = true;
+            }
+            match part.get("from_report").and_then(Value::as_bool) {
+                Some(true) => seen.from_report = true,
+                Some(false) => seen.from_template = true,
+                None => {}
+            }
+            if let Some(map) = part.get("localization").and_then(Value::as_object) {
+                for image_id in map.keys() {
+                    if !seen.images.contains(image_id.as_str()) {
+                        self.report(
+                            &join(&join(&path, "localization"), image_id),
+                            "image is not in the question's question_img_localization_quality",
+                        );
+                    }
+                }
+            }
+            if let Some(children) = part.get("sub_answers").and_then(Value::as_array) {
+                self.parts(children, level + 1, &join(&path, "sub_answers"), seen);
             }
         }
     }

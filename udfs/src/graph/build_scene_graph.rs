@@ -16,6 +16,7 @@ use datafusion::logical_expr::{
 use rayon::prelude::*;
 
 use super::assemble::{IndicationIn, RegionBox, assemble};
+use super::box_rows::region_box_rows;
 use crate::map::{Observation, Reference};
 use crate::rows::{decode_rows, encode_rows};
 
@@ -94,7 +95,7 @@ impl ScalarUDFImpl for BuildSceneGraphFunc {
         let args = ColumnarValue::values_to_arrays(&args.args)?;
         let observations: Vec<Option<Vec<Observation>>> = decode_rows(&args[0], self.name())?;
         let indications: Vec<Option<IndicationIn>> = decode_rows(&args[1], self.name())?;
-        let boxes: Vec<Option<Vec<RegionBox>>> = decode_rows(&args[2], self.name())?;
+        let boxes: Vec<Option<Vec<RegionBox>>> = region_box_rows(&args[2])?;
         let images: Vec<Option<Vec<Option<String>>>> = decode_rows(&args[3], self.name())?;
         // Studies are independent: assemble them on every core.
         let graphs: Vec<_> = observations

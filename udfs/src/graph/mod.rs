@@ -26,6 +26,7 @@ macro_rules! reference_identity {
 pub(crate) use reference_identity;
 
 mod assemble;
+mod box_rows;
 mod build_scene_graph;
 mod graph_regions;
 

@@ -367,3 +367,63 @@ fn run_extract_flags_are_checked_before_any_work() {
         stdout(&rules)
     );
 }
+
+#[test]
+fn templates_check_and_stats_listing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = dir.path().join("lake");
+    let ok = cxrlake(&lake, &["templates", "check"]);
+    assert!(ok.status.success(), "{}", stderr(&ok));
+    assert!(stdout(&ok).contains("27 templates ok"), "{}", stdout(&ok));
+    assert!(stdout(&ok).contains("C08_has_region_device"));
+
+    // An edited copy with a subset its strategy does not return names the file.
+    let copy = dir.path().join("templates");
+    std::fs::create_dir(&copy).expect("mkdir");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../templates");
+    for entry in std::fs::read_dir(&repo).expect("read") {
+        let path = entry.expect("entry").path();
+        let text = std::fs::read_to_string(&path).expect("read");
+        let name = path.file_name().expect("name");
+        let text = if name == "B02_describe_abnormal.toml" {
+            text.replace("subset = \"device_pos\"", "subset = \"correlated\"")
+        } else {
+            text
+        };
+        std::fs::write(copy.join(name), text).expect("write");
+    }
+    let bad = cxrlake(
+        &lake,
+        &[
+            "templates",
+            "check",
+            "--templates",
+            copy.to_str().expect("utf8"),
+        ],
+    );
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("B02_describe_abnormal.toml"),
+        "{}",
+        stderr(&bad)
+    );
+    assert!(stderr(&bad).contains("correlated"), "{}", stderr(&bad));
+
+    let list = cxrlake(&lake, &["stats"]);
+    assert!(list.status.success(), "{}", stderr(&list));
+    for name in [
+        "qa_templates",
+        "qa_balance",
+        "qa_texts",
+        "qa_answer_lengths",
+    ] {
+        assert!(stdout(&list).contains(name), "{}", stdout(&list));
+    }
+    let unknown = cxrlake(&lake, &["stats", "nope"]);
+    assert!(!unknown.status.success());
+    assert!(
+        stderr(&unknown).contains("cxrlake stats"),
+        "{}",
+        stderr(&unknown)
+    );
+}

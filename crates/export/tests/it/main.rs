@@ -1,3 +1,4 @@
 mod fixtures;
+mod qa;
 mod scene_graphs;
 mod speed;

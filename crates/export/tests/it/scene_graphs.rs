@@ -9,33 +9,12 @@ use cxrlake_export::{
 use serde_json::{Value, json};
 
 use crate::fixtures::{
-    FRONTAL, LATERAL, decode, empty_study, full_study, lake_with, other_patient, quality,
+    FRONTAL, LATERAL, decode, empty_study, files, full_study, lake_with, other_patient, quality,
 };
 
 const FULL: &str = "p10/p10000032/s50414267.scene_graph.json";
 const EMPTY: &str = "p10/p10000032/s53189527.scene_graph.json";
 const OTHER: &str = "p19/p19999987/s58971208.scene_graph.json";
-
-/// Every file under `dir` (hidden ones too), relative, sorted.
-fn files(dir: &Path) -> Vec<String> {
-    fn walk(root: &Path, dir: &Path, out: &mut Vec<String>) {
-        for entry in std::fs::read_dir(dir).expect("read dir") {
-            let path = entry.expect("entry").path();
-            if path.is_dir() {
-                walk(root, &path, out);
-            } else {
-                let relative = path.strip_prefix(root).expect("under root");
-                out.push(relative.to_string_lossy().replace('\\', "/"));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    if dir.exists() {
-        walk(dir, dir, &mut out);
-    }
-    out.sort();
-    out
-}
 
 /// A file's text, with its keys in D.1 order.
 fn text(dir: &Path, file: &str) -> String {
@@ -267,7 +246,16 @@ async fn an_empty_or_missing_table_says_what_to_run() {
     let err = export_scene_graphs(&lake, &SceneGraphExport::new(bare.path().join("out")))
         .await
         .expect_err("no table");
-    assert!(matches!(err, ExportError::NoSceneGraphs { .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            ExportError::NoTable {
+                table: "scene_graphs",
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains("cxrlake init"), "{err}");
 }
 

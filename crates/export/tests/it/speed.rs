@@ -1,13 +1,16 @@
-//! Export speed on typical graphs (10 observations, 2 images, 15 regions, ~29 kB of JSON each).
-//! Ignored by default; run
+//! Export speed on typical graphs (10 observations, 2 images, 15 regions, ~29 kB of JSON each),
+//! and on the questions of a pipeline-built lake. Ignored by default; run
 //! `TMPDIR=/dev/shm cargo test --release -p cxrlake-export --test it -- --ignored --nocapture speed`.
 //! `TMPDIR` on a RAM disk times the export itself: a small VM's disk can create fewer files per
 //! second than the target (one such disk took 430–660 files/s from a plain Python loop).
 
-use cxrlake_export::{SceneGraphExport, export_scene_graphs, validate_scene_graph};
+use cxrlake_export::{
+    QaExport, SceneGraphExport, export_qa, export_scene_graphs, validate_scene_graph,
+};
 use serde_json::{Value, json};
 
 use crate::fixtures::{FRONTAL, LATERAL, decode, lake_with, quality};
+use crate::qa::qa_lake;
 
 const STUDIES: usize = 5000;
 
@@ -127,4 +130,27 @@ async fn export_speed_of_typical_graphs() {
     if !cfg!(debug_assertions) {
         assert!(best >= 2000.0, "best run: {best:.0} studies/s");
     }
+}
+
+/// Studies of the QA speed lake (about 60 questions each).
+const QA_STUDIES: usize = 500;
+
+/// Exports the questions of a pipeline-built lake three times (fresh folders); reports the best
+/// run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing; run with --release"]
+#[allow(clippy::print_stderr)]
+async fn qa_export_speed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = qa_lake(dir.path(), QA_STUDIES).await;
+    let mut best = 0.0_f64;
+    for run in 0..3 {
+        let out = dir.path().join(format!("qa{run}"));
+        let summary = export_qa(&lake, &QaExport::new(&out))
+            .await
+            .expect("export");
+        eprintln!("{summary}");
+        best = best.max(summary.questions as f64 / summary.seconds);
+    }
+    eprintln!("best run: {best:.0} questions/s");
 }

@@ -1,0 +1,78 @@
+//! Reading an exported table: the table by name, filtered by the user's SQL predicate, with the
+//! errors that say what to run when it is missing, empty or the filter is wrong.
+
+use arrow::array::{ArrayRef, RecordBatch};
+use arrow::compute::cast;
+use arrow::datatypes::DataType;
+use cxrlake_lake::Lake;
+use datafusion::dataframe::DataFrame;
+use datafusion::error::DataFusionError;
+
+use crate::error::{ExportError, Result};
+
+/// `table` of the lake, keeping only the rows matching `filter` (SQL over its columns).
+pub(crate) async fn filtered_table(
+    lake: &Lake,
+    table: &'static str,
+    filter: Option<&str>,
+) -> Result<DataFrame> {
+    let ctx = lake.session().await?;
+    if !ctx.table_exist(table)? {
+        return Err(ExportError::NoTable {
+            table,
+            root: lake.root().to_string(),
+        });
+    }
+    let frame = ctx.table(table).await?;
+    let Some(filter) = filter else {
+        return Ok(frame);
+    };
+    let invalid = filter_error(table, filter);
+    let predicate = frame.parse_sql_expr(filter).map_err(&invalid)?;
+    frame.filter(predicate).map_err(invalid)
+}
+
+/// How a DataFusion error of a filtered query reads: the filter is invalid.
+pub(crate) fn filter_error(
+    table: &'static str,
+    filter: &str,
+) -> impl Fn(DataFusionError) -> ExportError {
+    move |source| ExportError::Filter {
+        table,
+        filter: filter.to_string(),
+        source: Box::new(source),
+    }
+}
+
+/// The error of an export that found nothing: the filter matched nothing, or the table is empty.
+pub(crate) fn nothing_to_export(
+    lake: &Lake,
+    table: &'static str,
+    filter: Option<&str>,
+) -> ExportError {
+    match filter {
+        Some(filter) => ExportError::NoMatch {
+            table,
+            filter: filter.to_string(),
+        },
+        None => ExportError::Empty {
+            table,
+            root: lake.root().to_string(),
+        },
+    }
+}
+
+/// A column of `batch` as `utf8`.
+pub(crate) fn text_column(
+    batch: &RecordBatch,
+    name: &'static str,
+    table: &'static str,
+) -> Result<ArrayRef> {
+    let column = batch
+        .column_by_name(name)
+        .ok_or_else(|| ExportError::MissingColumns {
+            table,
+            missing: name.to_string(),
+        })?;
+    Ok(cast(column, &DataType::Utf8)?)
+}
