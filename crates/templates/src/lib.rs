@@ -237,8 +237,25 @@ pub enum Subset {
 }
 
 impl Subset {
+    /// Every subset, in index order.
+    pub const ALL: [Subset; 13] = [
+        Subset::FindingPos,
+        Subset::FindingNeg,
+        Subset::DevicePos,
+        Subset::DeviceNeg,
+        Subset::Acquisition,
+        Subset::RelatedRegions,
+        Subset::ParentFindings,
+        Subset::SameSubcat,
+        Subset::Correlated,
+        Subset::Indications,
+        Subset::IndicativeOf,
+        Subset::Indication,
+        Subset::Associated,
+    ];
+
     /// Number of subsets (for arrays indexed by subset).
-    pub const COUNT: usize = 13;
+    pub const COUNT: usize = Self::ALL.len();
 
     /// Index for arrays.
     pub fn index(self) -> usize {
@@ -265,24 +282,7 @@ impl Subset {
     }
 
     fn parse(name: &str) -> Option<Subset> {
-        use Subset::*;
-        [
-            FindingPos,
-            FindingNeg,
-            DevicePos,
-            DeviceNeg,
-            Acquisition,
-            RelatedRegions,
-            ParentFindings,
-            SameSubcat,
-            Correlated,
-            Indications,
-            IndicativeOf,
-            Indication,
-            Associated,
-        ]
-        .into_iter()
-        .find(|s| s.as_str() == name)
+        Self::ALL.into_iter().find(|s| s.as_str() == name)
     }
 }
 

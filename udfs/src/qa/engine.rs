@@ -3,7 +3,7 @@
 //! (named subsets and state), fill the main template answer and turn the subsets into answer
 //! parts (children follow `obs_relations`). `templates/README.md` describes the semantics.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use cxrlake_templates::{
     AnswerType, FindingKind, Part, RegionSet, Strategy, Subset, Template, Templates, Test, When,
@@ -121,7 +121,7 @@ pub struct Engine {
     /// Sampling probabilities and correlations.
     pub balance: Balance,
     /// Findings indicative of each finding.
-    indicated_by: std::collections::HashMap<String, Vec<String>>,
+    indicated_by: HashMap<String, Vec<String>>,
 }
 
 /// What a question is about.
@@ -163,8 +163,7 @@ fn localization_rank(level: &str) -> usize {
 impl Engine {
     /// An engine over these inputs.
     pub fn new(templates: Templates, reference: Reference, balance: Balance) -> Engine {
-        let mut indicated_by: std::collections::HashMap<String, Vec<String>> =
-            std::collections::HashMap::new();
+        let mut indicated_by: HashMap<String, Vec<String>> = HashMap::new();
         for (name, info) in reference.findings() {
             for target in &info.indicative_of {
                 indicated_by
@@ -573,7 +572,7 @@ impl Engine {
         let qualities: Vec<&ObsQuality> = builder
             .used
             .iter()
-            .filter_map(|i| builder_obs(scene, *i).obs_quality.as_ref())
+            .filter_map(|&i| obs[i].obs_quality.as_ref())
             .collect();
         Some(Question {
             question_id,
@@ -805,10 +804,6 @@ impl Engine {
             builder.push_obs(i, part.answer_type, parent);
         }
     }
-}
-
-fn builder_obs(scene: &Scene, i: usize) -> &Obs {
-    &scene.obs()[i]
 }
 
 /// Collects a question's answer parts; an observation is placed once (with its children).

@@ -18,27 +18,16 @@ use super::engine::{Engine, Question};
 use super::scene::{Scene, SceneGraphIn};
 use crate::rows::decode_rows;
 
-/// The `qa` columns `generate_qa` fills, in table order.
-const COLUMNS: [&str; 11] = [
-    "question_id",
-    "question_type",
-    "question_strategy",
-    "variables",
-    "obs_ids",
-    "contains_report_answers",
-    "contains_template_answers",
-    "extraction_quality",
-    "question_img_localization_quality",
-    "question",
-    "answers",
-];
-
-/// `list<struct<COLUMNS>>`.
+/// `list<struct>` of the `qa` columns `generate_qa` fills: those from `question_id` to
+/// `answers`, in table order (the study keys come from `scene_graphs`, the judged columns later).
 pub fn generated_type() -> DataType {
     let schema = qa();
-    let fields: Vec<Field> = COLUMNS
+    let fields: Vec<Field> = schema
+        .fields()
         .iter()
-        .filter_map(|name| schema.field_with_name(name).ok().cloned())
+        .skip_while(|f| f.name() != "question_id")
+        .take_while(|f| f.name() != "question_quality")
+        .map(|f| f.as_ref().clone())
         .collect();
     DataType::List(Arc::new(Field::new(
         "item",
