@@ -140,6 +140,16 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &QaOptions) -> Result<QaS
     let started = Instant::now();
     let templates = options.load_templates(defs)?;
     let version = templates.version().to_string();
+    let ctx = lake.session().await?;
+    let studies = crate::stage::count(&ctx, STAGE, "SELECT count(*) FROM scene_graphs").await?;
+    let counted = crate::stage::count(&ctx, STAGE, "SELECT count(*) FROM qa_balance").await?;
+    if studies > 0 && counted == 0 {
+        return Err(PipelineError::Config(
+            "qa_balance is empty: run `cxrlake run balance` before `cxrlake run qa` (the \
+             sampling probabilities come from it)"
+                .into(),
+        ));
+    }
     let balance = read_balance(lake).await?;
     let identity = format!("{}/{}/{}", defs.fingerprint(), version, balance.identity());
     let engine = Arc::new(Engine::new(templates, Reference::new(defs), balance));
@@ -163,8 +173,6 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &QaOptions) -> Result<QaS
         "code": env!("CARGO_PKG_VERSION"),
     });
     let (rows, table_version) = stage.run(lake, &fingerprint).await?;
-    let ctx = lake.session().await?;
-    let studies = crate::stage::count(&ctx, STAGE, "SELECT count(*) FROM scene_graphs").await?;
     Ok(QaSummary {
         questions: rows.iter().map(|(_, n)| n).sum(),
         studies,

@@ -270,9 +270,15 @@ async fn finish(
     rows: &mut Vec<(String, usize)>,
     version: &mut u64,
 ) -> Result<()> {
-    let done = pending
-        .await
-        .map_err(|e| PipelineError::Config(format!("a table write stopped: {e}")))??;
+    let done = match pending.await {
+        Ok(done) => done?,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => {
+            return Err(PipelineError::Config(format!(
+                "a table write was cancelled: {e}"
+            )));
+        }
+    };
     for (table, written, committed) in done {
         *version = committed;
         match rows.iter_mut().find(|(name, _)| *name == table) {

@@ -20,6 +20,11 @@ async fn qa_generates_every_template_with_well_formed_answers() {
     cxrlake_pipeline::graph::run(&lake, &defs, &GraphOptions::default())
         .await
         .expect("graph");
+    // Without the balance stage, qa says what to run first.
+    let err = cxrlake_pipeline::qa::run(&lake, &defs, &QaOptions::default())
+        .await
+        .expect_err("qa before balance");
+    assert!(err.to_string().contains("cxrlake run balance"), "{err}");
     let templates = Templates::embedded(&defs).expect("templates");
     let balanced = cxrlake_pipeline::balance::run(&lake, &templates)
         .await
