@@ -4,6 +4,7 @@
 //! table, its key and each encoding choice. All code builds its batches against these schemas.
 
 pub mod pipeline;
+pub mod quality;
 pub mod rating;
 pub mod reference;
 pub mod sources;
@@ -14,7 +15,7 @@ use arrow::datatypes::SchemaRef;
 pub use rating::{Rating, is_rating_field, rating_field};
 
 /// Version of the lake layout and table schemas; written into every lake and every commit.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 /// What every lake table is: its name, key, partitioning and schema.
 #[derive(Debug, Clone, Copy)]
@@ -182,9 +183,9 @@ pub const TABLES: &[TableDef] = &[
     },
     TableDef {
         name: "qa_judgements",
-        key: &["study_id", "question_id", "criterion", "answer_id"],
-        replace_by: Some("study_id"),
-        doc: "judge verdicts per criterion",
+        key: &["judge", "criterion", "content_hash"],
+        replace_by: None,
+        doc: "judge verdicts, content-addressed: one per distinct input of a criterion",
         schema: pipeline::qa_judgements,
     },
 ];

@@ -288,18 +288,19 @@ pub fn qa() -> SchemaRef {
     ]))
 }
 
-/// `qa_judgements`: one row per judged criterion and (where rated per part) answer part.
+/// `qa_judgements`: the judge's verdicts, content-addressed (key: judge, criterion,
+/// content_hash). `content_hash` is the sha256 of exactly what the judge reads for the criterion
+/// (for an LLM judge the rendered prompt, for the heuristic judge its canonical input), so
+/// identical inputs are judged once, whichever questions share them. `levels` holds one level
+/// name per answer part for the per-part criteria (entailment, relevance, answer_clarity), one
+/// for the others; a NULL level (or `error`) makes the QA pairs reading it `not rated`.
 pub fn qa_judgements() -> SchemaRef {
     Arc::new(Schema::new(vec![
-        key("patient_id"),
-        key("study_id"),
-        key("question_id"),
-        key("criterion"),
-        Field::new("answer_id", DataType::Int64, true),
-        text("level"),
-        Field::new("level_value", DataType::Int32, true),
-        key("content_hash"),
         key("judge"),
+        key("criterion"),
+        key("content_hash"),
+        text_list("levels"),
         text("explanation"),
+        text("error"),
     ]))
 }
