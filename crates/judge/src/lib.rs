@@ -1,0 +1,38 @@
+//! The QA judge of cxrlake (paper 000, section 3.3, appendices D.3 and E.3): the five text
+//! criteria, what a judge reads of a QA pair (its content-addressed requests), the heuristic
+//! judge (the offline default), the LLM-judge prompts of listings 7–11 with tolerant parsers
+//! of their answers, and the ratings of tables 11 and 12.
+//!
+//! ```text
+//!  qa row ──► QaItem {strategy, question, parts, report}
+//!     │
+//!     ▼  Judge::request, per criterion
+//!  Request {input = exactly what the judge reads, content_hash = sha256(judge, criterion, input)}
+//!     │  equal hashes judged once (sql/judge.sql groups by content_hash)
+//!     ▼
+//!  heuristic::judge(input) | LLM(prompt) → parse::part_levels / parse::single_level
+//!     │
+//!     ▼
+//!  Verdict {levels, explanation, error} ──► qa_judgements
+//!     │  sql/grade.sql joins them back by content_hash
+//!     ▼
+//!  grade::part_rating → grade::text_rating → grade::scene_graph_rating → qa.rating
+//! ```
+
+mod criterion;
+pub mod error;
+pub mod grade;
+pub mod heuristic;
+mod item;
+mod judge;
+pub mod parse;
+pub mod prompts;
+mod verdict;
+
+pub use criterion::Criterion;
+pub use error::{JudgeError, Result};
+pub use heuristic::HEURISTIC_JUDGE;
+pub use item::{Part, QaItem};
+pub use judge::{Judge, Request};
+pub use prompts::JudgePrompts;
+pub use verdict::Verdict;

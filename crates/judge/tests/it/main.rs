@@ -1,0 +1,3 @@
+//! Integration tests of cxrlake-judge.
+
+mod prompts;
