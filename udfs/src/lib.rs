@@ -4,9 +4,13 @@
 //! `SessionContext` every cxrlake command uses: DataFusion's defaults plus all of our functions
 //! and the rating-order rule, so any SQL over the lake sees the same semantics.
 
+mod args;
 pub mod boxes;
 pub mod extract;
+pub mod grade;
 pub mod graph;
+pub mod judge;
+mod llm_ask;
 pub mod localize;
 pub mod map;
 pub mod qa;

@@ -57,6 +57,12 @@ pub enum Stage {
     /// qa, question-answer pairs from the scene graphs with the templates/ folder
     /// (sql/qa.sql); needs qa_balance
     Qa,
+    /// qa_judgements: the five text criteria of every QA pair, each distinct input judged once
+    /// (sql/judge.sql); heuristic judge unless an LLM endpoint is given
+    Judge,
+    /// qa rewritten with ratings from qa_judgements and the scene-graph quality
+    /// (sql/grade.sql); takes the judge flags of the judge run
+    Grade,
 }
 
 /// `cxrlake` commands.
@@ -135,6 +141,14 @@ pub enum Command {
         /// QA templates folder (balance, qa) [default: the embedded templates/]
         #[arg(long, value_name = "DIR")]
         templates: Option<PathBuf>,
+        /// Judge prompts folder (judge, grade with an LLM judge) [default: the embedded
+        /// prompts/judge/]
+        #[arg(long, value_name = "DIR")]
+        judge_prompts: Option<PathBuf>,
+        /// judge: count the criterion requests and the distinct inputs a judge would rate,
+        /// without judging or writing anything
+        #[arg(long)]
+        plan: bool,
     },
     /// QA templates (templates/)
     Templates {
@@ -144,7 +158,8 @@ pub enum Command {
     },
     /// Dataset statistics defined as SQL in sql/stats/ (without a name: list them)
     Stats {
-        /// qa_templates, qa_balance, qa_texts or qa_answer_lengths
+        /// qa_templates, qa_balance, qa_texts, qa_answer_lengths, qa_ratings,
+        /// qa_rating_aspects or judge_calls
         name: Option<String>,
         /// Output format
         #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -275,8 +290,20 @@ impl Cli {
                 llm,
                 embed,
                 templates,
+                judge_prompts,
+                plan,
             } => {
                 lake.require_initialized().await?;
+                if *plan && *stage != Stage::Judge {
+                    return Err(CliError::Usage(
+                        "--plan is a flag of `cxrlake run judge`".into(),
+                    ));
+                }
+                if judge_prompts.is_some() && !matches!(stage, Stage::Judge | Stage::Grade) {
+                    return Err(CliError::Usage(
+                        "--judge-prompts is a flag of `cxrlake run judge` and `run grade`".into(),
+                    ));
+                }
                 let defs = crate::refdefs::load_defs(refdefs.as_deref())?;
                 let qa_options = cxrlake_pipeline::qa::QaOptions {
                     chunk_patients: chunk_patients.unwrap_or(100),
@@ -322,6 +349,33 @@ impl Cli {
                     Stage::Qa => {
                         let summary = cxrlake_pipeline::qa::run(&lake, &defs, &qa_options).await?;
                         say(out, format_args!("{summary}"))
+                    }
+                    Stage::Judge | Stage::Grade => {
+                        let mut options = llm.judge_options(lake.settings(), !self.quiet)?;
+                        if judge_prompts.is_some()
+                            && matches!(
+                                options.backend,
+                                cxrlake_pipeline::judge::JudgeBackend::Heuristic
+                            )
+                        {
+                            return Err(CliError::Usage(
+                                "--judge-prompts needs --llm-endpoint URL and --model NAME (the \
+                                 heuristic judge uses no prompts)"
+                                    .into(),
+                            ));
+                        }
+                        options.prompts = judge_prompts.clone();
+                        options.plan_only = *plan;
+                        if let Some(n) = chunk_patients {
+                            options.chunk_patients = *n;
+                        }
+                        if *stage == Stage::Judge {
+                            let summary = cxrlake_pipeline::judge::run(&lake, &options).await?;
+                            say(out, format_args!("{summary}"))
+                        } else {
+                            let summary = cxrlake_pipeline::grade::run(&lake, &options).await?;
+                            say(out, format_args!("{summary}"))
+                        }
                     }
                 }
             }
@@ -606,8 +660,8 @@ async fn synth(options: cxrlake_synth::SynthOptions) -> Result<cxrlake_synth::Sy
 }
 
 /// The main job on the embedded defaults: synthetic corpus → ingest → localize → extract (rules)
-/// → map (lexical) → graph → balance → qa → scene-graph and QA export → summary. Judging and
-/// grading are open issues, so the job stops there and says so.
+/// → map (lexical) → graph → balance → qa → judge (heuristic) → grade → scene-graph and QA
+/// export → summary.
 async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result<()> {
     let started = std::time::Instant::now();
     init(lake, out).await?;
@@ -695,6 +749,15 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
         out,
         format_args!("{}\n", cxrlake_pipeline::qa::run(lake, &defs, &qa).await?),
     )?;
+    let judge = cxrlake_pipeline::judge::JudgeOptions::default();
+    say(
+        out,
+        format_args!("{}\n", cxrlake_pipeline::judge::run(lake, &judge).await?),
+    )?;
+    say(
+        out,
+        format_args!("{}\n", cxrlake_pipeline::grade::run(lake, &judge).await?),
+    )?;
 
     let scene_data = options.release.join("scene_data");
     let export = cxrlake_export::SceneGraphExport::new(scene_data);
@@ -765,6 +828,16 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
         STATS[1].1.trim().trim_end_matches(';')
     );
     sql(lake, &query, Format::Table, None, out).await?;
+    say(
+        out,
+        format_args!("\nratings per question type (sql/stats/qa_ratings.sql):"),
+    )?;
+    sql(lake, STATS[4].1, Format::Table, None, out).await?;
+    say(
+        out,
+        format_args!("\njudge calls with content dedup (sql/stats/judge_calls.sql):"),
+    )?;
+    sql(lake, STATS[6].1, Format::Table, None, out).await?;
     say(out, format_args!("\nreference vocabulary by category:"))?;
     let query = "SELECT category, count(*) AS findings, sum(array_length(synonyms)) AS synonyms \
                  FROM ref_findings GROUP BY category ORDER BY category";
@@ -772,14 +845,14 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
     say(
         out,
         format_args!(
-            "\nnot yet built (open issues): judge, grade, releases.\ndone in {:.1} s",
+            "\nnot yet built (open issue): the release exports.\ndone in {:.1} s",
             started.elapsed().as_secs_f64()
         ),
     )
 }
 
 /// The statistics of `sql/stats/`, by name.
-pub const STATS: [(&str, &str); 4] = [
+pub const STATS: [(&str, &str); 7] = [
     (
         "qa_templates",
         include_str!("../../../sql/stats/qa_templates.sql"),
@@ -792,6 +865,18 @@ pub const STATS: [(&str, &str); 4] = [
     (
         "qa_answer_lengths",
         include_str!("../../../sql/stats/qa_answer_lengths.sql"),
+    ),
+    (
+        "qa_ratings",
+        include_str!("../../../sql/stats/qa_ratings.sql"),
+    ),
+    (
+        "qa_rating_aspects",
+        include_str!("../../../sql/stats/qa_rating_aspects.sql"),
+    ),
+    (
+        "judge_calls",
+        include_str!("../../../sql/stats/judge_calls.sql"),
     ),
 ];
 
@@ -843,33 +928,22 @@ pub struct LlmArgs {
 }
 
 impl LlmArgs {
-    /// The extract options these flags and `settings` ask for.
-    fn extract_options(
-        &self,
-        settings: &Settings,
-        progress: bool,
-    ) -> Result<cxrlake_pipeline::extract::ExtractOptions> {
-        use cxrlake_pipeline::extract::{Backend, ExtractOptions};
+    /// The LLM these flags and `settings` name (`None`: no endpoint, the offline backend).
+    fn llm_config(&self, settings: &Settings) -> Result<Option<cxrlake_llm::LlmConfig>> {
         let config = &settings.cxrlake;
         let endpoint = self
             .llm_endpoint
             .clone()
             .unwrap_or(config.llm_endpoint.clone());
-        let prompts = match &self.prompts {
-            Some(dir) => Some(
-                cxrlake_extract::prompts::Prompts::load(dir)
-                    .map_err(|e| CliError::Usage(format!("--prompts {}: {e}", dir.display())))?,
-            ),
-            None => None,
-        };
         if endpoint.is_empty() {
             if self.model.is_some() || self.prompts.is_some() {
                 return Err(CliError::Usage(
-                    "--model and --prompts need --llm-endpoint URL (without it the rules backend runs)"
+                    "--model and --prompts need --llm-endpoint URL (without it the offline \
+                     backend runs: rules for extract, heuristic for judge)"
                         .into(),
                 ));
             }
-            return Ok(ExtractOptions::default());
+            return Ok(None);
         }
         let url = url::Url::parse(&endpoint)
             .map_err(|e| e.to_string())
@@ -907,10 +981,53 @@ impl LlmArgs {
             .unwrap_or(config.llm_api_key_env.clone());
         llm.api_key_env = (!key_env.is_empty()).then_some(key_env);
         llm.total_budget.max_requests = self.llm_max_requests;
-        Ok(ExtractOptions {
-            backend: Backend::Llm(Box::new(llm)),
-            prompts,
+        Ok(Some(llm))
+    }
+
+    /// The extract options these flags and `settings` ask for.
+    fn extract_options(
+        &self,
+        settings: &Settings,
+        progress: bool,
+    ) -> Result<cxrlake_pipeline::extract::ExtractOptions> {
+        use cxrlake_pipeline::extract::{Backend, ExtractOptions};
+        let prompts = match &self.prompts {
+            Some(dir) => Some(
+                cxrlake_extract::prompts::Prompts::load(dir)
+                    .map_err(|e| CliError::Usage(format!("--prompts {}: {e}", dir.display())))?,
+            ),
+            None => None,
+        };
+        Ok(match self.llm_config(settings)? {
+            None => ExtractOptions::default(),
+            Some(llm) => ExtractOptions {
+                backend: Backend::Llm(Box::new(llm)),
+                prompts,
+                progress,
+            },
+        })
+    }
+
+    /// The judge options (judge and grade stages) these flags and `settings` ask for.
+    fn judge_options(
+        &self,
+        settings: &Settings,
+        progress: bool,
+    ) -> Result<cxrlake_pipeline::judge::JudgeOptions> {
+        use cxrlake_pipeline::judge::{JudgeBackend, JudgeOptions};
+        if self.prompts.is_some() {
+            return Err(CliError::Usage(
+                "--prompts is the extract prompts folder; the judge's is --judge-prompts DIR"
+                    .into(),
+            ));
+        }
+        Ok(JudgeOptions {
+            backend: match self.llm_config(settings)? {
+                None => JudgeBackend::Heuristic,
+                Some(llm) => JudgeBackend::Llm(Box::new(llm)),
+            },
             progress,
+            ..JudgeOptions::default()
         })
     }
 }

@@ -228,7 +228,8 @@ pub(crate) async fn patient_ranges(
 
 /// A session whose `inputs` are views of the lake's tables filtered to the patients
 /// `first..=last` (Delta file statistics prune them: tables are written in patient order), with
-/// cxrlake's functions and `functions`.
+/// cxrlake's functions and `functions`. Inputs without a `patient_id` column (e.g. the
+/// content-addressed `qa_judgements`) are registered whole.
 pub(crate) async fn chunk_context(
     lake_ctx: &SessionContext,
     stage: &'static str,
@@ -245,15 +246,18 @@ pub(crate) async fn chunk_context(
             .table(*table)
             .await
             .map_err(|e| PipelineError::query(stage, e))?;
+        let per_patient = frame
+            .schema()
+            .has_column_with_unqualified_name("patient_id");
         let frame = match range {
-            Some((first, last)) => frame
+            Some((first, last)) if per_patient => frame
                 .filter(
                     col("patient_id")
                         .gt_eq(lit(first))
                         .and(col("patient_id").lt_eq(lit(last))),
                 )
                 .map_err(|e| PipelineError::query(stage, e))?,
-            None => frame,
+            _ => frame,
         };
         ctx.register_table(*table, frame.into_view())
             .map_err(|e| PipelineError::query(stage, e))?;
@@ -326,11 +330,20 @@ impl ChunkedStage<'_> {
         lake: &Lake,
         fingerprint: &serde_json::Value,
     ) -> Result<(Vec<(String, usize)>, u64)> {
+        self.run_on(lake, &lake.session().await?, fingerprint).await
+    }
+
+    /// Like [`ChunkedStage::run`], reading the tables of `lake_ctx` (e.g. a session with some
+    /// tables pinned to a version, [`Lake::session_with`]).
+    pub(crate) async fn run_on(
+        &self,
+        lake: &Lake,
+        lake_ctx: &SessionContext,
+        fingerprint: &serde_json::Value,
+    ) -> Result<(Vec<(String, usize)>, u64)> {
         let statements = statements(self.stage, self.sql)?;
-        let lake_ctx = lake.session().await?;
         let first_input = self.inputs.first().copied().unwrap_or("reports");
-        let ranges =
-            patient_ranges(&lake_ctx, self.stage, first_input, self.chunk_patients).await?;
+        let ranges = patient_ranges(lake_ctx, self.stage, first_input, self.chunk_patients).await?;
         let chunks = ranges.len().max(1);
         let mut rows: Vec<(String, usize)> = Vec::new();
         let mut version = 0;
@@ -340,7 +353,7 @@ impl ChunkedStage<'_> {
             // No patients at all: an empty range writes empty tables.
             let range = range.or(Some(("", "")));
             let ctx =
-                chunk_context(&lake_ctx, self.stage, self.inputs, range, &self.functions).await?;
+                chunk_context(lake_ctx, self.stage, self.inputs, range, &self.functions).await?;
             let mut outputs = Vec::new();
             for statement in &statements {
                 let started = std::time::Instant::now();

@@ -16,10 +16,10 @@ use datafusion::logical_expr::{
 };
 
 use super::Naming;
-use super::calls::{BATCH_ROWS, ask};
 use super::output::{
     Failure, IndicationRow, findings_at, indication_type, string_at, utf8_arg, utf8_list_arg,
 };
+use crate::llm_ask::{BATCH_ROWS, ask};
 use crate::rows::encode_rows;
 
 /// Most tokens of an indication answer.
@@ -92,7 +92,7 @@ impl AsyncScalarUDFImpl for LlmExtractIndicationFunc {
             .into_iter()
             .map(|answer| match answer {
                 None => (None, Failure::default()),
-                Some(Err(failure)) => (None, failure),
+                Some(Err(reason)) => (None, Failure::call(reason)),
                 Some(Ok(text)) => match parse::indication(&text) {
                     Ok(indication) => (Some(indication), Failure::default()),
                     Err(error) => (None, Failure::parse(error, &text)),

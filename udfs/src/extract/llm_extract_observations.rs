@@ -15,8 +15,8 @@ use datafusion::logical_expr::{
 };
 
 use super::Naming;
-use super::calls::{BATCH_ROWS, ask};
 use super::output::{Failure, ObservationsRow, list_strs, observations_type, utf8_list_arg};
+use crate::llm_ask::{BATCH_ROWS, ask};
 use crate::rows::encode_rows;
 
 /// Most tokens of an observation answer.
@@ -83,7 +83,7 @@ impl AsyncScalarUDFImpl for LlmExtractObservationsFunc {
             .into_iter()
             .map(|answer| match answer {
                 None => (Vec::new(), Failure::default()),
-                Some(Err(failure)) => (Vec::new(), failure),
+                Some(Err(reason)) => (Vec::new(), Failure::call(reason)),
                 Some(Ok(text)) => match parse::observations(&text) {
                     Ok(observations) => (observations, Failure::default()),
                     Err(error) => (Vec::new(), Failure::parse(error, &text)),

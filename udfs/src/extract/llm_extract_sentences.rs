@@ -17,8 +17,8 @@ use datafusion::logical_expr::{
 };
 
 use super::Naming;
-use super::calls::{BATCH_ROWS, ask};
 use super::output::{Failure, SentencesRow, sentences_type, string_at, utf8_arg};
+use crate::llm_ask::{BATCH_ROWS, ask};
 use crate::rows::encode_rows;
 
 /// Most tokens of a sentence-extraction answer (a long report has ~40 sentences).
@@ -121,7 +121,7 @@ impl AsyncScalarUDFImpl for LlmExtractSentencesFunc {
             .into_iter()
             .map(|answer| match answer {
                 None => (Vec::new(), Failure::default()),
-                Some(Err(failure)) => (Vec::new(), failure),
+                Some(Err(reason)) => (Vec::new(), Failure::call(reason)),
                 Some(Ok(text)) => match parse::sentences(&text) {
                     Ok(sentences) => (resplit(sentences), Failure::default()),
                     Err(error) => (Vec::new(), Failure::parse(error, &text)),

@@ -57,7 +57,6 @@ macro_rules! llm_identity {
 
 use {llm_identity, rules_identity};
 
-mod calls;
 mod llm_extract_indication;
 mod llm_extract_observations;
 mod llm_extract_sentences;
@@ -66,7 +65,7 @@ mod rules_extract_indication;
 mod rules_extract_observations;
 mod rules_extract_sentences;
 
-pub use calls::CALL_FAILED;
+pub use crate::llm_ask::CALL_FAILED;
 pub use llm_extract_indication::LlmExtractIndicationFunc;
 pub use llm_extract_observations::LlmExtractObservationsFunc;
 pub use llm_extract_sentences::LlmExtractSentencesFunc;

@@ -3,11 +3,11 @@
 
 use cxrlake_extract::{Indication, RawObservation, Sentence, clusters};
 use cxrlake_schemas::types::{key, list_of, struct_list, text, text_list};
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
-use datafusion::arrow::compute::cast;
+use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::{DataType, Field, Fields};
-use datafusion::common::{Result, exec_err};
 use serde::Serialize;
+
+pub(crate) use crate::args::{list_strs, string_at, utf8_arg, utf8_list_arg};
 
 fn error_fields() -> [Field; 2] {
     [text("error"), text("raw")]
@@ -210,41 +210,6 @@ impl<'a> IndicationRow<'a> {
     }
 }
 
-/// Argument `index` as UTF-8 strings.
-pub(crate) fn utf8_arg(args: &[ArrayRef], index: usize, function: &str) -> Result<ArrayRef> {
-    let Some(array) = args.get(index) else {
-        return exec_err!("{function}: missing argument {}", index + 1);
-    };
-    Ok(cast(array, &DataType::Utf8)?)
-}
-
-/// Argument `index` as a list of UTF-8 strings.
-pub(crate) fn utf8_list_arg(args: &[ArrayRef], index: usize, function: &str) -> Result<ArrayRef> {
-    let Some(array) = args.get(index) else {
-        return exec_err!("{function}: missing argument {}", index + 1);
-    };
-    Ok(cast(array, &list_of(DataType::Utf8))?)
-}
-
-/// The strings of list row `row`, borrowed from the list's values (empty for NULL).
-pub(crate) fn list_strs(list: &ArrayRef, row: usize) -> Vec<&str> {
-    let list = list.as_list::<i32>();
-    if list.is_null(row) {
-        return Vec::new();
-    }
-    let values = list.values().as_string::<i32>();
-    let offsets = list.value_offsets();
-    (offsets[row] as usize..offsets[row + 1] as usize)
-        .map(|i| {
-            if values.is_null(i) {
-                ""
-            } else {
-                values.value(i)
-            }
-        })
-        .collect()
-}
-
 /// The `(sent_id, sentence)` pairs of row `row` of the id and sentence lists.
 pub(crate) fn findings_at<'a>(
     ids: &'a ArrayRef,
@@ -255,14 +220,4 @@ pub(crate) fn findings_at<'a>(
         .into_iter()
         .zip(list_strs(texts, row))
         .collect()
-}
-
-/// The string of row `row` (empty for NULL).
-pub(crate) fn string_at(array: &ArrayRef, row: usize) -> &str {
-    let strings = array.as_string::<i32>();
-    if strings.is_null(row) {
-        ""
-    } else {
-        strings.value(row)
-    }
 }

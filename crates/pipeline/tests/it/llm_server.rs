@@ -1,6 +1,7 @@
-//! A loopback OpenAI-compatible server that answers cxrlake's three extraction prompts like a
-//! (very literal) LLM: one sentence per report line, one observation per cluster, and an
-//! indication object. Clusters mentioning `GARBLE` get an unparseable answer. Every answer is
+//! A loopback OpenAI-compatible server that answers cxrlake's prompts like a (very literal) LLM:
+//! by default the three extraction prompts (one sentence per report line, one observation per
+//! cluster, and an indication object; clusters mentioning `GARBLE` get an unparseable answer), or
+//! with any answer function ([`ExtractionServer::start_answering`]). Every answer is
 //! counted per prompt, so tests can assert that nothing answered was asked again; after
 //! `answer_limit` answers the server holds further requests forever (a client to be killed).
 
@@ -25,6 +26,7 @@ pub struct ExtractionServer {
 
 #[derive(Debug)]
 struct State {
+    answer: fn(&str) -> String,
     latency: Duration,
     answer_limit: AtomicUsize,
     answers: Mutex<HashMap<String, usize>>,
@@ -39,9 +41,19 @@ impl Drop for ExtractionServer {
 impl ExtractionServer {
     /// Starts the server; every answer is delayed by `latency`, at most `answer_limit` are given.
     pub async fn start(latency: Duration, answer_limit: usize) -> Self {
+        Self::start_answering(answer, latency, answer_limit).await
+    }
+
+    /// Starts a server that answers each prompt with `answer(prompt)`.
+    pub async fn start_answering(
+        answer: fn(&str) -> String,
+        latency: Duration,
+        answer_limit: usize,
+    ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let address = listener.local_addr().expect("address");
         let state = Arc::new(State {
+            answer,
             latency,
             answer_limit: AtomicUsize::new(answer_limit),
             answers: Mutex::new(HashMap::new()),
@@ -107,7 +119,7 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
         if !answered {
             std::future::pending::<()>().await;
         }
-        let text = answer(&prompt);
+        let text = (state.answer)(&prompt);
         let body = json!({
             "choices": [{"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": prompt.len() / 4, "completion_tokens": text.len() / 4},
@@ -155,7 +167,7 @@ async fn read_request(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<Ve
 }
 
 /// The text after the last `start` marker, up to `end` (or the end).
-fn last_between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
+pub fn last_between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
     let from = text.rfind(start).map_or(0, |i| i + start.len());
     let rest = &text[from..];
     rest.find(end).map_or(rest, |i| &rest[..i]).trim()

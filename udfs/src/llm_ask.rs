@@ -1,10 +1,9 @@
-//! The LLM side shared by the three `llm_extract_*` functions: one chat request per prompt,
-//! answered through the client (cache, concurrency, retries), with per-row failures.
+//! The LLM side shared by the `llm_extract_*` and LLM `judge_verdict` functions: one chat
+//! request per prompt, answered through the client (cache, concurrency, retries), with per-row
+//! failures.
 
 use cxrlake_llm::{ChatMessage, LlmClient, LlmError, LlmRequest};
 use datafusion::common::{DataFusionError, Result};
-
-use super::output::Failure;
 
 /// How the `error` of a row whose LLM call failed begins (as opposed to a parse error).
 pub const CALL_FAILED: &str = "LLM call failed";
@@ -14,12 +13,12 @@ pub const CALL_FAILED: &str = "LLM call failed";
 pub(crate) const BATCH_ROWS: usize = 256;
 
 /// The answers to `prompts` (`None`: nothing to ask for that row), in order. A failed call is a
-/// row failure; a spent budget or a broken cache fails the query, since re-running resumes it.
+/// row failure (its reason, starting with [`CALL_FAILED`]); a spent budget or a broken cache fails the query, since re-running resumes it.
 pub(crate) async fn ask(
     client: &LlmClient,
     prompts: Vec<Option<String>>,
     max_tokens: u32,
-) -> Result<Vec<Option<Result<String, Failure>>>> {
+) -> Result<Vec<Option<Result<String, String>>>> {
     let requests: Vec<LlmRequest> = prompts
         .iter()
         .flatten()
@@ -41,10 +40,8 @@ pub(crate) async fn ask(
             Some(Err(error @ (LlmError::BudgetExhausted(_) | LlmError::Cache(_)))) => {
                 return Err(DataFusionError::External(Box::new(error)));
             }
-            Some(Err(error)) => Err(Failure::call(format!("{CALL_FAILED}: {error}"))),
-            None => Err(Failure::call(
-                "LLM client returned fewer answers than requests",
-            )),
+            Some(Err(error)) => Err(format!("{CALL_FAILED}: {error}")),
+            None => Err("LLM client returned fewer answers than requests".to_string()),
         };
         out.push(Some(answer));
     }

@@ -1,0 +1,78 @@
+-- grade: the rating of every QA pair (paper 000, D.3, tables 11 and 12): each answer part's
+-- text rating (entailment, relevance by answer type, answer clarity), the question's
+-- (question clarity, completeness, its parts), and the overall rating, the worst of the text
+-- rating and the scene-graph aspects of the pair's observations (five extraction levels and the
+-- localization of the study's frontal images; every image when it has none).
+-- Inputs: qa (the version the qa stage wrote), reports, images, qa_judgements.
+-- Output: qa, the same rows with question_quality, answers[].answer_quality, rating,
+-- rating_rank and judge filled. A pair missing a usable verdict is 'not rated'.
+--
+-- Parameters: $judge, the judge whose verdicts are read (its requests are recomputed, so the
+-- content hashes match those of the judge stage).
+
+-- @step requests
+SELECT study_id,
+       question_id,
+       request['criterion'] AS criterion,
+       request['content_hash'] AS content_hash
+FROM (
+    SELECT q.study_id,
+           q.question_id,
+           unnest(judge_requests(q.question_strategy, q.question, q.answers, r.text)) AS request
+    FROM qa q
+    LEFT JOIN reports r ON r.study_id = q.study_id
+)
+
+-- @step verdicts
+SELECT r.study_id,
+       r.question_id,
+       array_agg(named_struct('criterion', r.criterion, 'levels', j.levels)) AS verdicts
+FROM requests r
+LEFT JOIN (
+    -- One row per content hash: the judge stage never judges a hash it has a usable verdict
+    -- for (two runs at once could both judge one; their verdicts are equal, and grade_qa takes
+    -- either).
+    SELECT content_hash, levels
+    FROM qa_judgements
+    WHERE judge = $judge
+      AND error IS NULL
+      AND content_hash IN (SELECT DISTINCT content_hash FROM requests)
+) j ON j.content_hash = r.content_hash
+GROUP BY r.study_id, r.question_id
+
+-- @step frontal
+SELECT study_id, array_agg(image_id) FILTER (WHERE is_frontal) AS frontal_images
+FROM images
+GROUP BY study_id
+
+-- @table qa
+SELECT patient_id,
+       study_id,
+       question_id,
+       question_type,
+       question_strategy,
+       variables,
+       obs_ids,
+       contains_report_answers,
+       contains_template_answers,
+       extraction_quality,
+       question_img_localization_quality,
+       question,
+       g['answers'] AS answers,
+       g['question_quality'] AS question_quality,
+       g['rating'] AS rating,
+       g['rating_rank'] AS rating_rank,
+       extractor,
+       embedder,
+       $judge AS judge
+FROM (
+    SELECT q.*,
+           grade_qa(q.answers,
+                    q.extraction_quality,
+                    q.question_img_localization_quality,
+                    f.frontal_images,
+                    v.verdicts) AS g
+    FROM qa q
+    JOIN verdicts v ON v.study_id = q.study_id AND v.question_id = q.question_id
+    LEFT JOIN frontal f ON f.study_id = q.study_id
+)

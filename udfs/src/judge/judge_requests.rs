@@ -1,0 +1,158 @@
+//! `judge_requests(question_strategy, question, answers, report)`: per QA pair, what the judge
+//! reads for each of the five criteria and its content hash, as
+//! `list<struct<criterion, content_hash, input, parts>>` (`parts`: the answer parts rated).
+//! Equal hashes are judged once (`sql/judge.sql`) and joined back by hash (`sql/grade.sql`).
+
+use std::sync::Arc;
+
+use cxrlake_judge::{Criterion, Judge, QaItem, Request};
+use cxrlake_schemas::types::key;
+use datafusion::arrow::array::{ArrayRef, Int32Builder, ListArray, StringBuilder, StructArray};
+use datafusion::arrow::buffer::OffsetBuffer;
+use datafusion::arrow::datatypes::{DataType, Field, Fields};
+use datafusion::common::{Result, exec_err};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+use rayon::prelude::*;
+
+use super::answers::Answers;
+use crate::args::{string_at, utf8_arg};
+
+fn request_fields() -> Fields {
+    Fields::from(vec![
+        key("criterion"),
+        key("content_hash"),
+        key("input"),
+        Field::new("parts", DataType::Int32, false),
+    ])
+}
+
+/// The Arrow type `judge_requests` returns.
+pub fn requests_type() -> DataType {
+    DataType::List(Arc::new(Field::new(
+        "item",
+        DataType::Struct(request_fields()),
+        true,
+    )))
+}
+
+/// The `judge_requests` scalar function of one judge.
+#[derive(Debug)]
+pub struct JudgeRequestsFunc {
+    judge: Arc<Judge>,
+    id: String,
+    signature: Signature,
+}
+
+impl JudgeRequestsFunc {
+    /// The function of `judge`.
+    pub fn new(judge: Arc<Judge>) -> Self {
+        Self {
+            id: judge.id(),
+            judge,
+            signature: Signature::any(4, Volatility::Immutable),
+        }
+    }
+}
+
+impl PartialEq for JudgeRequestsFunc {
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for JudgeRequestsFunc {}
+
+impl std::hash::Hash for JudgeRequestsFunc {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.id.hash(state);
+    }
+}
+
+impl ScalarUDFImpl for JudgeRequestsFunc {
+    fn name(&self) -> &str {
+        "judge_requests"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+        Ok(requests_type())
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let args = ColumnarValue::values_to_arrays(&args.args)?;
+        if args.len() != 4 {
+            return exec_err!(
+                "judge_requests(question_strategy, question, answers, report) takes 4 arguments"
+            );
+        }
+        let strategies = utf8_arg(&args, 0, self.name())?;
+        let questions = utf8_arg(&args, 1, self.name())?;
+        let answers = Answers::new(&args[2], self.name())?;
+        let reports = utf8_arg(&args, 3, self.name())?;
+        let rows = args[0].len();
+        // Questions are independent: build and hash their requests on every core.
+        let requests: Vec<Vec<Request>> = (0..rows)
+            .into_par_iter()
+            .map(|row| {
+                let report = string_at(&reports, row);
+                let item = QaItem {
+                    strategy: string_at(&strategies, row),
+                    question: string_at(&questions, row),
+                    parts: answers.parts(row),
+                    report: (!report.is_empty()).then_some(report),
+                };
+                Criterion::ALL
+                    .iter()
+                    .map(|&criterion| self.judge.request(&self.id, criterion, &item))
+                    .collect()
+            })
+            .collect();
+        let parts: Vec<i32> = (0..rows)
+            .map(|row| answers.range(row).len() as i32)
+            .collect();
+        Ok(ColumnarValue::Array(requests_array(&requests, &parts)))
+    }
+}
+
+fn requests_array(rows: &[Vec<Request>], parts: &[i32]) -> ArrayRef {
+    let mut criterion = StringBuilder::new();
+    let mut hash = StringBuilder::new();
+    let mut input = StringBuilder::new();
+    let mut rated = Int32Builder::new();
+    for (requests, &parts) in rows.iter().zip(parts) {
+        for request in requests {
+            criterion.append_value(request.criterion.key());
+            hash.append_value(&request.content_hash);
+            input.append_value(&request.input);
+            rated.append_value(if request.criterion.per_part() {
+                parts
+            } else {
+                1
+            });
+        }
+    }
+    let values = StructArray::new(
+        request_fields(),
+        vec![
+            Arc::new(criterion.finish()),
+            Arc::new(hash.finish()),
+            Arc::new(input.finish()),
+            Arc::new(rated.finish()),
+        ],
+        None,
+    );
+    let DataType::List(item) = requests_type() else {
+        unreachable!("requests_type is a list")
+    };
+    Arc::new(ListArray::new(
+        item,
+        OffsetBuffer::from_lengths(rows.iter().map(Vec::len)),
+        Arc::new(values),
+        None,
+    ))
+}
