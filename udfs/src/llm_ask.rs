@@ -12,20 +12,34 @@ pub const CALL_FAILED: &str = "LLM call failed";
 /// that progress is committed often.
 pub(crate) const BATCH_ROWS: usize = 256;
 
-/// The answers to `prompts` (`None`: nothing to ask for that row), in order. A failed call is a
-/// row failure (its reason, starting with [`CALL_FAILED`]); a spent budget or a broken cache fails the query, since re-running resumes it.
+/// The answers to `prompts` (`None`: nothing to ask for that row), in order, each allowed
+/// `max_tokens`. A failed call is a row failure (its reason, starting with [`CALL_FAILED`]); a
+/// spent budget or a broken cache fails the query, since re-running resumes it.
 pub(crate) async fn ask(
     client: &LlmClient,
     prompts: Vec<Option<String>>,
     max_tokens: u32,
 ) -> Result<Vec<Option<Result<String, String>>>> {
+    let prompts = prompts
+        .into_iter()
+        .map(|prompt| prompt.map(|p| (p, max_tokens)))
+        .collect();
+    ask_each(client, prompts).await
+}
+
+/// Like [`ask`], with a token budget per prompt. The budget is part of the cached request, so it
+/// must depend on the row alone, never on the batch it happens to be in.
+pub(crate) async fn ask_each(
+    client: &LlmClient,
+    prompts: Vec<Option<(String, u32)>>,
+) -> Result<Vec<Option<Result<String, String>>>> {
     let requests: Vec<LlmRequest> = prompts
         .iter()
         .flatten()
-        .map(|prompt| {
+        .map(|(prompt, max_tokens)| {
             LlmRequest::chat(vec![ChatMessage::user(prompt.clone())])
                 .with_temperature(0.0)
-                .with_max_tokens(max_tokens)
+                .with_max_tokens(*max_tokens)
         })
         .collect();
     let mut answers = client.complete_all(&requests).await.into_iter();

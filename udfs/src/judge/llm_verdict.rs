@@ -20,7 +20,7 @@ use datafusion::logical_expr::{
 
 use super::verdict::{verdict_type, verdicts_array};
 use crate::args::{string_at, utf8_arg};
-use crate::llm_ask::{BATCH_ROWS, ask};
+use crate::llm_ask::{BATCH_ROWS, ask_each};
 
 /// Tokens of an answer rating `parts` parts (a short line each), or an explanation and a label.
 fn max_tokens(criterion: Criterion, parts: usize) -> u32 {
@@ -129,18 +129,14 @@ impl AsyncScalarUDFImpl for LlmVerdictFunc {
                 (Criterion::from_key(string_at(&criteria, row)), count)
             })
             .collect();
-        let asked: Vec<Option<String>> = rows
+        let asked: Vec<Option<(String, u32)>> = rows
             .iter()
             .enumerate()
-            .map(|(row, (criterion, _))| criterion.map(|_| string_at(&prompts, row).to_string()))
+            .map(|(row, (criterion, parts))| {
+                criterion.map(|c| (string_at(&prompts, row).to_string(), max_tokens(c, *parts)))
+            })
             .collect();
-        // One budget per batch (the client takes one): enough for its longest answer.
-        let budget = rows
-            .iter()
-            .filter_map(|(criterion, parts)| criterion.map(|c| max_tokens(c, *parts)))
-            .max()
-            .unwrap_or(160);
-        let answers = ask(&self.client, asked, budget).await?;
+        let answers = ask_each(&self.client, asked).await?;
         let verdicts: Vec<Verdict> = rows
             .iter()
             .zip(answers)

@@ -68,8 +68,9 @@ async fn heuristic_judge_and_grade() {
         "the plan counts what the run judges"
     );
     assert_eq!(judged.unusable, 0, "{judged}");
-    // Content dedup across chunks: each distinct input once, far fewer than the requests.
-    assert!(judged.call_ratio() < 0.2, "{judged}");
+    // Content dedup across chunks: each distinct input once, far fewer than the requests (the
+    // ratio falls with the lake's size: 16.5 % at 60 studies, ~26 % at these 24).
+    assert!(judged.call_ratio() < 0.4, "{judged}");
     assert_eq!(
         number(&lake, "SELECT count(*) FROM qa_judgements").await as usize,
         judged.judged
