@@ -66,6 +66,8 @@ pub enum Stage {
 }
 
 /// `cxrlake` commands.
+// Parsed once per process: the size of the `run` variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create the lake and an empty table for every table cxrlake defines (idempotent)

@@ -62,7 +62,7 @@ fn init_then_sql_tables_and_status() {
 
     let status = cxrlake(&lake, &["status"]);
     assert!(
-        stdout(&status).contains("format version:  1"),
+        stdout(&status).contains("format version:  2"),
         "{}",
         stdout(&status)
     );
