@@ -11,6 +11,7 @@ pub mod localize;
 pub mod map;
 pub mod qa;
 pub mod rating;
+pub mod release;
 mod rows;
 
 use std::sync::Arc;
@@ -26,6 +27,11 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
     vec![
         Arc::new(ScalarUDF::from(rating::RatingRankFunc::new())),
         Arc::new(ScalarUDF::from(rating::ToRatingFunc::new())),
+        Arc::new(ScalarUDF::from(rating::ReleaseRatingFunc::new())),
+        Arc::new(ScalarUDF::from(release::KeepImagesFunc::new())),
+        Arc::new(ScalarUDF::from(release::SampleHashFunc::new())),
+        Arc::new(ScalarUDF::from(release::QualityValueFunc::new())),
+        Arc::new(ScalarUDF::from(release::ExtractionRatingFunc::new())),
         Arc::new(ScalarUDF::from(boxes::MaskAreaFunc::new())),
         Arc::new(ScalarUDF::from(boxes::MaskBboxFunc::new())),
         Arc::new(ScalarUDF::from(boxes::MaskUnionFunc::new())),

@@ -215,6 +215,58 @@ pub enum ExportCommand {
         #[arg(long = "where", value_name = "PREDICATE")]
         filter: Option<String>,
     },
+    /// A release: --subset all writes the released tree (root with every QA pair and image,
+    /// exports/A_frontal = FT, exports/B_frontal = PT, each with a q1M sample in metadata/q1M/);
+    /// ft, pt, a+ or a++ writes that subset alone (frontal images only). Parquet: nested
+    /// qa.parquet and scene_graphs.parquet; both formats: metadata/*.parquet and *.csv.gz (seven
+    /// flat tables, pandas MultiIndex layout); PhysioNet: qa.zip, scene_data.zip, README.md,
+    /// quality_mappings.csv, metadata/dataset_info.json
+    Release {
+        /// Output folder
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// all (the release tree), ft (rating >= 'A'), pt (rating >= 'B'), a+ or a++
+        #[arg(long, default_value = "all", value_name = "SUBSET")]
+        subset: String,
+        /// Only QA pairs matching this SQL predicate over qa columns and split, e.g.
+        /// "rating >= 'A' AND question_strategy = 'finding'"
+        #[arg(long = "where", value_name = "PREDICATE")]
+        filter: Option<String>,
+        /// Only this split
+        #[arg(long, value_parser = ["train", "validate", "test"])]
+        split: Option<String>,
+        /// Questions in each subset's reproducible hash sample (metadata/q1M/; seed from
+        /// cxrlake.seed); 0 for none
+        #[arg(long, default_value_t = cxrlake_export::release::DEFAULT_SAMPLE, value_name = "N")]
+        sample: u64,
+        /// Which files
+        #[arg(long, value_enum, default_value_t = ReleaseFormatArg::Both)]
+        format: ReleaseFormatArg,
+        /// Reference definitions for metadata/dataset_info.json [default: the embedded ones]
+        #[arg(long, value_name = "DIR")]
+        refdefs: Option<PathBuf>,
+    },
+}
+
+/// `cxrlake export release --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReleaseFormatArg {
+    /// Nested qa.parquet and scene_graphs.parquet, and the metadata tables
+    Parquet,
+    /// The PhysioNet layout: zips of per-study JSON, metadata tables, README, mappings
+    Physionet,
+    /// Both
+    Both,
+}
+
+impl From<ReleaseFormatArg> for cxrlake_export::ReleaseFormat {
+    fn from(format: ReleaseFormatArg) -> Self {
+        match format {
+            ReleaseFormatArg::Parquet => Self::Parquet,
+            ReleaseFormatArg::Physionet => Self::Physionet,
+            ReleaseFormatArg::Both => Self::Both,
+        }
+    }
 }
 
 impl Cli {
@@ -420,6 +472,32 @@ impl Cli {
                             export = export.with_filter(filter.clone());
                         }
                         let summary = cxrlake_export::export_qa(&lake, &export).await?;
+                        say(out, format_args!("{summary}"))
+                    }
+                    ExportCommand::Release {
+                        out: dir,
+                        subset,
+                        filter,
+                        split,
+                        sample,
+                        format,
+                        refdefs,
+                    } => {
+                        let mut export = cxrlake_export::ReleaseExport::new(dir.clone())
+                            .with_subset(subset.parse()?)
+                            .with_sample(*sample)
+                            .with_format((*format).into());
+                        if let Some(filter) = filter {
+                            export = export.with_filter(filter.clone());
+                        }
+                        if let Some(split) = split {
+                            export = export.with_split(split)?;
+                        }
+                        if *format != ReleaseFormatArg::Parquet {
+                            let defs = crate::refdefs::load_defs(refdefs.as_deref())?;
+                            export = export.with_dataset_info(defs.dataset_info());
+                        }
+                        let summary = cxrlake_export::export_release(&lake, &export).await?;
                         say(out, format_args!("{summary}"))
                     }
                 }
