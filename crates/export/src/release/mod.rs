@@ -553,7 +553,7 @@ async fn write_part_files(
     bytes += table_bytes;
 
     if export.format.physionet() {
-        bytes += write_zips(ctx, dir, folder).await?;
+        bytes += write_zips(ctx, dir, subset).await?;
     }
 
     let splits = split_counts(ctx).await?;
@@ -628,15 +628,16 @@ async fn split_counts(ctx: &SessionContext) -> Result<Vec<(String, u64)>> {
     Ok(out)
 }
 
-/// `qa.zip` and the scene graph zip (`scene_data.zip` at the root, `scene_graph.zip` in
-/// `exports/`) with each study's `.metadata.json`; their bytes.
-async fn write_zips(ctx: &SessionContext, dir: &Path, folder: &str) -> Result<u64> {
+/// `qa.zip` and the scene graph zip (`scene_data.zip` for `all`, the release's root;
+/// `scene_graph.zip` for the graded subsets, as in its `exports/`) with each study's
+/// `.metadata.json`; their bytes.
+async fn write_zips(ctx: &SessionContext, dir: &Path, subset: Subset) -> Result<u64> {
     let qa_zip = ZipSink::create(&dir.join("qa.zip"), "qa/")?;
     let sink = Arc::new(Sink::Zip(qa_zip));
     write_questions(ctx.table("release_qa").await?, None, Arc::clone(&sink)).await?;
     let mut bytes = finish(sink)?;
 
-    let name = if folder.is_empty() {
+    let name = if subset == Subset::All {
         "scene_data.zip"
     } else {
         "scene_graph.zip"

@@ -13,7 +13,7 @@ use cxrlake_export::{
 };
 use cxrlake_lake::Lake;
 use cxrlake_schemas::Rating;
-use datafusion::arrow::array::{AsArray, RecordBatch};
+use datafusion::arrow::array::{AsArray, Int8Array, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
@@ -41,10 +41,8 @@ pub async fn grade(lake: &Lake) {
             .iter()
             .map(|h| Rating::ALL[((h * 7.0) as usize).min(6)])
             .collect();
-        let texts: datafusion::arrow::array::StringArray =
-            ratings.iter().map(|r| Some(r.as_str())).collect();
-        let ranks: datafusion::arrow::array::Int8Array =
-            ratings.iter().map(|r| Some(r.rank())).collect();
+        let texts: StringArray = ratings.iter().map(|r| Some(r.as_str())).collect();
+        let ranks: Int8Array = ratings.iter().map(|r| Some(r.rank())).collect();
         let keep: Vec<usize> = (0..batch.num_columns() - 1).collect();
         let batch = batch.project(&keep).expect("project");
         let schema = cxrlake_export::release::portable_schema(&batch.schema());
