@@ -53,7 +53,7 @@ def tables(folder):
         plain = frame.reset_index()
         check(list(plain.columns[: len(index)]) == index, f"{path}: reset_index {list(plain.columns)}")
         check(all("." in c for c in plain.columns[len(index):] if c != "split"), f"{path}: dotted names")
-        rows = duckdb.sql(f"SELECT count(*) FROM read_parquet('{path}')").fetchone()[0]
+        rows = duckdb.sql(f"SELECT count(*) FROM read_parquet('{path}')").fetchall()[0][0]
         csv = pd.read_csv(folder / "metadata" / f"{level}_metadata.csv.gz")
         check(rows == len(frame) == len(csv), f"{path}: duckdb {rows}, pandas {len(frame)}, csv {len(csv)}")
         check(list(csv.columns[: len(index)]) == index, f"{path}: csv index first")
@@ -82,7 +82,7 @@ def main():
         frames = tables(folder)
         for what, level in SUMMARY_TABLES.items():
             check(len(frames[level]) == counts[what], f"{name}: {what} {len(frames[level])} vs summary {counts[what]}")
-        qa = duckdb.sql(f"SELECT count(*) FROM read_parquet('{folder / 'qa.parquet'}')").fetchone()[0]
+        qa = duckdb.sql(f"SELECT count(*) FROM read_parquet('{folder / 'qa.parquet'}')").fetchall()[0][0]
         check(qa == counts["questions"], f"{name}: qa.parquet {qa}")
         questions = sum(len(v["questions"]) for k, v in members(folder / "qa.zip").items())
         check(questions == counts["questions"], f"{name}: qa.zip {questions}")
@@ -115,7 +115,7 @@ def main():
     check(len(pt) == 2 and len(pt[pt["question.quality.rating_rank"] >= 4]) == 1, "PT and its rating_rank filter")
     ranked = duckdb.sql(
         f"SELECT count(*) FROM read_parquet('{root / 'exports/B_frontal/qa.parquet'}') WHERE rating_rank >= 4"
-    ).fetchone()[0]
+    ).fetchall()[0][0]
     check(ranked == 1, f"duckdb rating_rank filter {ranked}")
     sample = pd.read_parquet(ft_dir / "metadata" / "q1M" / "question_metadata.parquet")
     check(len(sample) <= 1, "the q1M sample of one question")
