@@ -432,14 +432,7 @@ fn write_job(sink: &Sink, job: Job) -> Result<Written> {
             |bytes, study| write_study(sink, &writers, study, bytes),
         )
         .collect::<Result<_>>()?;
-    let mut written = Written::default();
-    let mut members = Vec::new();
-    for (study, member) in results {
-        written = written.add(study);
-        members.extend(member);
-    }
-    sink.merge(members)?;
-    Ok(written)
+    sink.gather(results)
 }
 
 /// Writes one study's file (its folder exists), questions in `question_id` order, reusing

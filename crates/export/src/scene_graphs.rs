@@ -213,14 +213,7 @@ fn write_batch(sink: &Sink, batch: &RecordBatch) -> Result<Written> {
             |bytes, row| write_study(sink, &writer, row, bytes),
         )
         .collect::<Result<_>>()?;
-    let mut written = Written::default();
-    let mut members = Vec::new();
-    for (study, member) in results {
-        written = written.add(study);
-        members.extend(member);
-    }
-    sink.merge(members)?;
-    Ok(written)
+    sink.gather(results)
 }
 
 /// Writes one study's file (its folder exists), reusing `bytes` as the buffer; returns the zip

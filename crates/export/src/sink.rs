@@ -21,7 +21,8 @@ use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, DateTime, ZipArchive, ZipWriter};
 
 use crate::error::{ExportError, Result};
-use crate::files::{create_folder, patient_folder, write_file};
+use crate::files::{create_folder, hidden_temp, patient_folder, write_file};
+use crate::inflight::Written;
 
 /// Where per-study files are written.
 #[derive(Debug)]
@@ -29,7 +30,7 @@ pub(crate) enum Sink {
     /// Files under this folder.
     Folder(PathBuf),
     /// Members of one zip archive.
-    Zip(ZipSink),
+    Zip(Box<ZipSink>),
 }
 
 impl Sink {
@@ -47,6 +48,18 @@ impl Sink {
             Sink::Folder(dir) => write_file(&dir.join(relative), bytes).map(|()| None),
             Sink::Zip(zip) => zip.member(relative, bytes).map(Some),
         }
+    }
+
+    /// Adds up what per-study writes returned, merging their zip members; the total.
+    pub fn gather(&self, results: Vec<(Written, Option<Vec<u8>>)>) -> Result<Written> {
+        let mut written = Written::default();
+        let mut members = Vec::new();
+        for (study, member) in results {
+            written = written.add(study);
+            members.extend(member);
+        }
+        self.merge(members)?;
+        Ok(written)
     }
 
     /// Adds the members [`Sink::put`] returned.
@@ -94,14 +107,7 @@ fn options() -> SimpleFileOptions {
 impl ZipSink {
     /// Starts `target` (its folder is created); members are named `prefix` + relative path.
     pub fn create(target: &Path, prefix: &str) -> Result<Self> {
-        if let Some(parent) = target.parent() {
-            create_folder(parent)?;
-        }
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let temp = target.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+        let temp = hidden_temp(target)?;
         let file = File::create(&temp).map_err(io_error(&temp))?;
         Ok(Self {
             prefix: prefix.to_string(),

@@ -632,7 +632,7 @@ async fn split_counts(ctx: &SessionContext) -> Result<Vec<(String, u64)>> {
 /// `scene_graph.zip` for the graded subsets, as in its `exports/`) with each study's
 /// `.metadata.json`; their bytes.
 async fn write_zips(ctx: &SessionContext, dir: &Path, subset: Subset) -> Result<u64> {
-    let qa_zip = ZipSink::create(&dir.join("qa.zip"), "qa/")?;
+    let qa_zip = Box::new(ZipSink::create(&dir.join("qa.zip"), "qa/")?);
     let sink = Arc::new(Sink::Zip(qa_zip));
     write_questions(ctx.table("release_qa").await?, None, Arc::clone(&sink)).await?;
     let mut bytes = finish(sink)?;
@@ -642,7 +642,10 @@ async fn write_zips(ctx: &SessionContext, dir: &Path, subset: Subset) -> Result<
     } else {
         "scene_graph.zip"
     };
-    let sink = Arc::new(Sink::Zip(ZipSink::create(&dir.join(name), "scene_data/")?));
+    let sink = Arc::new(Sink::Zip(Box::new(ZipSink::create(
+        &dir.join(name),
+        "scene_data/",
+    )?)));
     write_scene_graphs(
         ctx.table("release_scene_graphs").await?,
         None,

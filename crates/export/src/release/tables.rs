@@ -28,7 +28,7 @@ use parquet::file::properties::WriterProperties;
 use serde_json::json;
 
 use crate::error::{ExportError, Result};
-use crate::files::create_folder;
+use crate::files::hidden_temp;
 
 /// The columns pandas reads back as the index of a metadata table, in index order.
 pub(crate) const INDEX_COLUMNS: [&str; 5] = [
@@ -141,15 +141,8 @@ struct Pending {
 
 impl Pending {
     fn new(target: &Path) -> Result<Self> {
-        if let Some(parent) = target.parent() {
-            create_folder(parent)?;
-        }
-        let name = target
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
         Ok(Self {
-            temp: target.with_file_name(format!(".{name}.{}.tmp", std::process::id())),
+            temp: hidden_temp(target)?,
             target: target.to_path_buf(),
         })
     }
