@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use arrow::array::{Array, ArrayRef, AsArray, Int8Array, RecordBatch, StringArray};
+use arrow::array::{ArrayRef, AsArray, Int8Array, RecordBatch, StringArray};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float64Type};
 use cxrlake_export::release::{portable_batch, portable_schema};
