@@ -15,6 +15,7 @@ pub mod localize;
 pub mod map;
 pub mod qa;
 pub mod rating;
+pub mod release;
 mod rows;
 
 use std::sync::Arc;
@@ -30,6 +31,11 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
     vec![
         Arc::new(ScalarUDF::from(rating::RatingRankFunc::new())),
         Arc::new(ScalarUDF::from(rating::ToRatingFunc::new())),
+        Arc::new(ScalarUDF::from(rating::ReleaseRatingFunc::new())),
+        Arc::new(ScalarUDF::from(release::KeepImagesFunc::new())),
+        Arc::new(ScalarUDF::from(release::SampleHashFunc::new())),
+        Arc::new(ScalarUDF::from(release::QualityValueFunc::new())),
+        Arc::new(ScalarUDF::from(release::ExtractionRatingFunc::new())),
         Arc::new(ScalarUDF::from(boxes::MaskAreaFunc::new())),
         Arc::new(ScalarUDF::from(boxes::MaskBboxFunc::new())),
         Arc::new(ScalarUDF::from(boxes::MaskUnionFunc::new())),

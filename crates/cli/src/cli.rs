@@ -190,7 +190,8 @@ pub enum Command {
         what: ExportCommand,
     },
     /// The main job on embedded defaults: synthetic corpus → ingest → localize → extract →
-    /// map → graph → balance → qa → scene-graph and QA export → summary
+    /// map → graph → balance → qa → judge → grade → release (Parquet and PhysioNet layout) →
+    /// summary
     Demo(DemoOptions),
 }
 
@@ -232,6 +233,58 @@ pub enum ExportCommand {
         #[arg(long = "where", value_name = "PREDICATE")]
         filter: Option<String>,
     },
+    /// A release: --subset all writes the released tree (root with every QA pair and image,
+    /// exports/A_frontal = FT, exports/B_frontal = PT, each with a q1M sample in metadata/q1M/);
+    /// ft, pt, a+ or a++ writes that subset alone (frontal images only). Parquet: nested
+    /// qa.parquet and scene_graphs.parquet; both formats: metadata/*.parquet and *.csv.gz (seven
+    /// flat tables, pandas MultiIndex layout); PhysioNet: qa.zip, scene_data.zip, README.md,
+    /// quality_mappings.csv, metadata/dataset_info.json
+    Release {
+        /// Output folder
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// all (the release tree), ft (rating >= 'A'), pt (rating >= 'B'), a+ or a++
+        #[arg(long, default_value = "all", value_name = "SUBSET")]
+        subset: String,
+        /// Only QA pairs matching this SQL predicate over qa columns and split, e.g.
+        /// "rating >= 'A' AND question_strategy = 'finding'"
+        #[arg(long = "where", value_name = "PREDICATE")]
+        filter: Option<String>,
+        /// Only this split
+        #[arg(long, value_parser = ["train", "validate", "test"])]
+        split: Option<String>,
+        /// Questions in each subset's reproducible hash sample (metadata/q1M/; seed from
+        /// cxrlake.seed); 0 for none
+        #[arg(long, default_value_t = cxrlake_export::release::DEFAULT_SAMPLE, value_name = "N")]
+        sample: u64,
+        /// Which files
+        #[arg(long, value_enum, default_value_t = ReleaseFormatArg::Both)]
+        format: ReleaseFormatArg,
+        /// Reference definitions for metadata/dataset_info.json [default: the embedded ones]
+        #[arg(long, value_name = "DIR")]
+        refdefs: Option<PathBuf>,
+    },
+}
+
+/// `cxrlake export release --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReleaseFormatArg {
+    /// Nested qa.parquet and scene_graphs.parquet, and the metadata tables
+    Parquet,
+    /// The PhysioNet layout: zips of per-study JSON, metadata tables, README, mappings
+    Physionet,
+    /// Both
+    Both,
+}
+
+impl From<ReleaseFormatArg> for cxrlake_export::ReleaseFormat {
+    fn from(format: ReleaseFormatArg) -> Self {
+        match format {
+            ReleaseFormatArg::Parquet => Self::Parquet,
+            ReleaseFormatArg::Physionet => Self::Physionet,
+            ReleaseFormatArg::Both => Self::Both,
+        }
+    }
 }
 
 impl Cli {
@@ -478,6 +531,32 @@ impl Cli {
                         let summary = cxrlake_export::export_qa(&lake, &export).await?;
                         say(out, format_args!("{summary}"))
                     }
+                    ExportCommand::Release {
+                        out: dir,
+                        subset,
+                        filter,
+                        split,
+                        sample,
+                        format,
+                        refdefs,
+                    } => {
+                        let mut export = cxrlake_export::ReleaseExport::new(dir.clone())
+                            .with_subset(subset.parse()?)
+                            .with_sample(*sample)
+                            .with_format((*format).into());
+                        if let Some(filter) = filter {
+                            export = export.with_filter(filter.clone());
+                        }
+                        if let Some(split) = split {
+                            export = export.with_split(split)?;
+                        }
+                        if *format != ReleaseFormatArg::Parquet {
+                            let defs = crate::refdefs::load_defs(refdefs.as_deref())?;
+                            export = export.with_dataset_info(defs.dataset_info());
+                        }
+                        let summary = cxrlake_export::export_release(&lake, &export).await?;
+                        say(out, format_args!("{summary}"))
+                    }
                 }
             }
             Command::Demo(options) => demo(&lake, options, out).await,
@@ -662,8 +741,8 @@ async fn synth(options: cxrlake_synth::SynthOptions) -> Result<cxrlake_synth::Sy
 }
 
 /// The main job on the embedded defaults: synthetic corpus → ingest → localize → extract (rules)
-/// → map (lexical) → graph → balance → qa → judge (heuristic) → grade → scene-graph and QA
-/// export → summary.
+/// → map (lexical) → graph → balance → qa → judge (heuristic) → grade → the release (both
+/// formats: the whole tree, FT and PT exports) → summary.
 async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result<()> {
     let started = std::time::Instant::now();
     init(lake, out).await?;
@@ -761,20 +840,14 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
         format_args!("{}\n", cxrlake_pipeline::grade::run(lake, &judge).await?),
     )?;
 
-    let scene_data = options.release.join("scene_data");
-    let export = cxrlake_export::SceneGraphExport::new(scene_data);
+    let release = cxrlake_export::ReleaseExport::new(options.release.clone())
+        .with_dataset_info(defs.dataset_info());
     say(
         out,
         format_args!(
             "{}\n",
-            cxrlake_export::export_scene_graphs(lake, &export).await?
+            cxrlake_export::export_release(lake, &release).await?
         ),
-    )?;
-
-    let qa_export = cxrlake_export::QaExport::new(options.release.join("qa"));
-    say(
-        out,
-        format_args!("{}\n", cxrlake_export::export_qa(lake, &qa_export).await?),
     )?;
 
     let truth = options.corpus.join("ground_truth.jsonl");
@@ -846,10 +919,7 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
     sql(lake, query, Format::Table, None, out).await?;
     say(
         out,
-        format_args!(
-            "\nnot yet built (open issue): the release exports.\ndone in {:.1} s",
-            started.elapsed().as_secs_f64()
-        ),
+        format_args!("\ndone in {:.1} s", started.elapsed().as_secs_f64()),
     )
 }
 
@@ -1092,7 +1162,8 @@ pub struct DemoOptions {
     /// Where the synthetic corpus is written
     #[arg(long, value_name = "DIR", default_value = "corpus")]
     pub corpus: PathBuf,
-    /// Where the release files are written (scene_data/…/sXXXXXXXX.scene_graph.json, qa/…/sXXXXXXXX.qa.json)
+    /// Where the release is written (metadata/, qa.zip, scene_data.zip, exports/A_frontal,
+    /// exports/B_frontal, quality_mappings.csv, README.md; see `cxrlake export release`)
     #[arg(long, value_name = "DIR", default_value = "release")]
     pub release: PathBuf,
 }

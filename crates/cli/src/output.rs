@@ -4,12 +4,10 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
-use std::sync::Arc;
-
 use arrow::array::RecordBatch;
-use arrow::compute::cast;
-use arrow::datatypes::{DataType, FieldRef, Fields, Schema, SchemaRef};
+use arrow::datatypes::SchemaRef;
 use clap::ValueEnum;
+use cxrlake_export::release::{portable_batch, portable_schema};
 use parquet::arrow::ArrowWriter;
 
 use crate::error::{CliError, Result};
@@ -75,56 +73,15 @@ pub fn write_batches(
     }
 }
 
-/// The type readers outside Arrow-rs understand: view types become their plain forms
-/// (pandas cannot convert `list<string_view>`), recursively through lists and structs.
-fn portable_type(data_type: &DataType) -> DataType {
-    let field = |f: &FieldRef| {
-        Arc::new(
-            f.as_ref()
-                .clone()
-                .with_data_type(portable_type(f.data_type())),
-        )
-    };
-    match data_type {
-        DataType::Utf8View => DataType::Utf8,
-        DataType::BinaryView => DataType::Binary,
-        DataType::List(item) | DataType::ListView(item) => DataType::List(field(item)),
-        DataType::LargeList(item) | DataType::LargeListView(item) => {
-            DataType::LargeList(field(item))
-        }
-        DataType::FixedSizeList(item, size) => DataType::FixedSizeList(field(item), *size),
-        DataType::Struct(fields) => DataType::Struct(fields.iter().map(field).collect::<Fields>()),
-        other => other.clone(),
-    }
-}
-
-/// Writes `batches` as one Parquet file at `path`, with portable types (see [`portable_type`]).
+/// Writes `batches` as one Parquet file at `path`, with types pandas and duckdb read (no view
+/// types: [`cxrlake_export::release::portable_type`]).
 pub fn write_parquet(schema: SchemaRef, batches: &[RecordBatch], path: &Path) -> Result<()> {
-    let portable: SchemaRef = Arc::new(Schema::new_with_metadata(
-        schema
-            .fields()
-            .iter()
-            .map(|f| {
-                f.as_ref()
-                    .clone()
-                    .with_data_type(portable_type(f.data_type()))
-            })
-            .collect::<Vec<_>>(),
-        schema.metadata().clone(),
-    ));
+    let portable = portable_schema(&schema);
     let file = File::create(path).map_err(|e| output_error(path, e))?;
     let mut writer =
         ArrowWriter::try_new(file, portable.clone(), None).map_err(|e| output_error(path, e))?;
     for batch in batches {
-        let columns = batch
-            .columns()
-            .iter()
-            .zip(portable.fields())
-            .map(|(column, field)| cast(column, field.data_type()))
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| output_error(path, e))?;
-        let batch =
-            RecordBatch::try_new(portable.clone(), columns).map_err(|e| output_error(path, e))?;
+        let batch = portable_batch(batch, &portable).map_err(|e| output_error(path, e))?;
         writer.write(&batch).map_err(|e| output_error(path, e))?;
     }
     writer.close().map_err(|e| output_error(path, e))?;

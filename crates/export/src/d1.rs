@@ -1,6 +1,6 @@
 //! The fields and enumerations of the paper's appendix D.1 (scene graph structure), copied from
-//! its text, with the quality levels of its table 11. `validate_scene_graph` and the tests check
-//! exported files against these lists.
+//! its text. `validate_scene_graph` and the tests check exported files against these lists; the
+//! quality levels of table 11 are data in [`cxrlake_schemas::quality`].
 //!
 //! D.1 lists the relation attributes but not the keys naming their endpoints; those follow the
 //! lake's `scene_graphs` columns (`obs_id`/`region`, `parent_obs_id`/`child_obs_id`,
@@ -159,66 +159,6 @@ pub const SECTION_TYPE: &[&str] = &[
     "IGNORE",
 ];
 
-/// Level names of each [`QUALITY`] aspect (table 11), worst first.
-pub const QUALITY_LEVELS: &[(&str, &[&str])] = &[
-    (
-        "region_extract_quality",
-        &[
-            "NO_REGIONS",
-            "DEFAULT_REGIONS_ONLY",
-            "CONTAINS_DEFAULT_REGIONS",
-            "CONTAINS_NON_RESOLVED_REGIONS",
-            "RESOLVED_REGIONS_ONLY",
-        ],
-    ),
-    (
-        "entity_extract_quality",
-        &[
-            "NO_ENTITIES",
-            "CONTAINS_NON_RESOLVED_ENTITIES",
-            "RESOLVED_ENTITIES_ONLY",
-        ],
-    ),
-    (
-        "sentence_name_quality",
-        &[
-            "CHANGE_IN_SENTENCE_OR_NAME",
-            "UNDERSCORES_IN_SENTENCE_OR_NAME",
-            "NO_ISSUES",
-        ],
-    ),
-    (
-        "change_quality",
-        &[
-            "CHANGE_SENTENCE_REMOVED",
-            "UNDERSCORES_IN_CHANGE_SENTENCE",
-            "CONTAINS_NON_RESOLVED_CHANGES",
-            "NO_ISSUES",
-        ],
-    ),
-    (
-        "general_issue_level",
-        &[
-            "DISCARDED",
-            "NON_INTERPRETABLE",
-            "MOSTLY_INTERPRETABLE",
-            "IGNORABLE",
-            "FIXABLE",
-            "NO_ISSUES",
-        ],
-    ),
-];
-
-/// Localization quality levels (table 11), worst first: `localization_quality`,
-/// `region_localization_quality` and the values of `study_img_localization_quality`.
-pub const LOCALIZATION_QUALITY_LEVELS: &[&str] = &[
-    "NO_LOCALIZATION",
-    "FALLBACK_LOCALIZATION",
-    "INCOMPLETE_LOCALIZATION",
-    "BOX_LOCALIZATION",
-    "BOX_AND_MASK_LOCALIZATION",
-];
-
 /// The obs_id of the indication's answer node.
 pub const INDICATION_OBS_ID: &str = "OIND";
 
@@ -252,8 +192,11 @@ mod tests {
     }
 
     #[test]
-    fn quality_levels_cover_every_aspect() {
-        let aspects: Vec<_> = QUALITY_LEVELS.iter().map(|(aspect, _)| *aspect).collect();
+    fn quality_keys_are_the_extraction_aspects() {
+        let aspects: Vec<_> = cxrlake_schemas::quality::EXTRACTION
+            .iter()
+            .map(|aspect| aspect.key)
+            .collect();
         assert_eq!(aspects, QUALITY);
     }
 }

@@ -1,7 +1,7 @@
 //! The fields and enumerations of the paper's appendix D.2 (question–answer structure), copied
-//! from its text, with the QA text quality levels of its table 12 and the file shape of the
-//! release (`{patient_id, study_id, questions: [...]}`, question keys in release order).
-//! `validate_qa` and the tests check exported files against these lists.
+//! from its text, with the file shape of the release (`{patient_id, study_id, questions: [...]}`,
+//! question keys in release order). `validate_qa` and the tests check exported files against
+//! these lists; the QA text quality levels of table 12 are data in [`cxrlake_schemas::quality`].
 //!
 //! Where D.2 and the release differ from the lake, the lists follow the files:
 //! - an answer part lists its children under `sub_answers` (the lake's flat `parent_answer_id`
@@ -108,92 +108,6 @@ pub const POSITIVENESS: &[&str] = d1::POSITIVENESS;
 /// Modifier types (the first element of each `[type, value]` pair of `modifiers`).
 pub const MODIFIER_TYPES: &[&str] = d1::MODIFIER_TYPES;
 
-/// Ratings of a question or answer part (section D.3), best first; not rated is `null`.
-pub const RATINGS: &[&str] = &["A++", "A+", "A", "B", "C", "D"];
-
-/// Level names of each QA text quality aspect (table 12), worst first.
-pub const TEXT_QUALITY_LEVELS: &[(&str, &[&str])] = &[
-    (
-        "entailment",
-        &[
-            "NON_ALIGNED_CONTRADICTING",
-            "NON_ALIGNED_MISLEADING",
-            "NON_ALIGNED_NON_INFERRABLE",
-            "ALIGNED_GENERAL_STATEMENT",
-            "ALIGNED_NEGATIVE_NOT_MENTIONED",
-            "ALIGNED_INFERRABLE",
-            "ALIGNED_MENTIONED",
-        ],
-    ),
-    (
-        "relevance",
-        &[
-            "IRRELEVANT_INFO",
-            "REDUNDANT_INFO",
-            "RELATED_INFO",
-            "RELEVANT_MAIN_ANSWER",
-        ],
-    ),
-    (
-        "completeness",
-        &[
-            "INCOMPLETE_MISLEADING",
-            "INCOMPLETE_NON_MISLEADING",
-            "NOT_ANSWERED",
-            "DETAILS_MISSING",
-            "FULLY_COMPLETE",
-        ],
-    ),
-    (
-        "question_clarity",
-        &[
-            "UNANSWERABLE",
-            "UNRELATED_TO_CHEST_XRAY",
-            "UNCLEAR_QUESTION",
-            "GRAMMATICAL_ERRORS",
-            "UNUSUAL_SENTENCE_STRUCTURE",
-            "OPTIMAL",
-        ],
-    ),
-    (
-        "answer_clarity",
-        &[
-            "NOT_UNDERSTANDABLE",
-            "UNCLEAR_ANSWER",
-            "GRAMMATICAL_ERRORS",
-            "UNUSUAL_SENTENCE_STRUCTURE",
-            "OPTIMAL",
-        ],
-    ),
-];
-
-/// The level names of a table 12 aspect (empty for an unknown aspect).
-pub const fn text_quality_levels(aspect: &str) -> &'static [&'static str] {
-    let mut i = 0;
-    while i < TEXT_QUALITY_LEVELS.len() {
-        if const_eq(TEXT_QUALITY_LEVELS[i].0, aspect) {
-            return TEXT_QUALITY_LEVELS[i].1;
-        }
-        i += 1;
-    }
-    &[]
-}
-
-const fn const_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
 /// Whether `question_id` is `<question_type>_<NNN>` (three digits, e.g.
 /// `B09_describe_abnormal_subcat_006`).
 pub fn is_question_id(question_id: &str, question_type: &str) -> bool {
@@ -205,6 +119,8 @@ pub fn is_question_id(question_id: &str, question_type: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use cxrlake_schemas::quality::Scope;
+
     use super::*;
 
     #[test]
@@ -227,12 +143,15 @@ mod tests {
     }
 
     #[test]
-    fn every_text_quality_aspect_has_levels() {
-        for aspect in QUESTION_QUALITY.iter().chain(ANSWER_QUALITY) {
-            if *aspect != "rating" {
-                assert!(!text_quality_levels(aspect).is_empty(), "{aspect}");
+    fn quality_keys_are_table_12_aspects() {
+        for key in QUESTION_QUALITY.iter().chain(ANSWER_QUALITY) {
+            if *key != "rating" {
+                let aspect = cxrlake_schemas::quality::aspect(key);
+                assert!(
+                    aspect.is_some_and(|a| a.scope != Scope::SceneGraph),
+                    "{key}"
+                );
             }
         }
-        assert!(text_quality_levels("color").is_empty());
     }
 }

@@ -188,6 +188,47 @@ pub enum ExportError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// A zip archive could not be written.
+    #[error(
+        "cannot write the zip archive {path}: {source}; check that the output folder is \
+         writable and has space"
+    )]
+    Zip {
+        /// The archive.
+        path: PathBuf,
+        /// The zip error.
+        source: zip::result::ZipError,
+    },
+    /// A Parquet file could not be written.
+    #[error(
+        "cannot write the Parquet file {path}: {source}; check that the output folder is \
+         writable and has space"
+    )]
+    Parquet {
+        /// The file.
+        path: PathBuf,
+        /// The Parquet error.
+        source: parquet::errors::ParquetError,
+    },
+    /// A release subset selected no question.
+    #[error(
+        "the {subset} release has no question{detail}; see the ratings with \
+         `cxrlake sql \"SELECT rating, count(*) FROM qa GROUP BY 1\"` (they are NULL until the \
+         grade stage ran) and the views with `cxrlake sql \"SELECT view, count(*) FROM images \
+         GROUP BY 1\"`"
+    )]
+    EmptyRelease {
+        /// The subset (`ft`, …).
+        subset: &'static str,
+        /// The user's filter and split, if any (` matching …`).
+        detail: String,
+    },
+    /// An option of the release export has a value it cannot use.
+    #[error("{0}")]
+    Usage(String),
+    /// A zip writer was used after a failed or finished write.
+    #[error("an export worker failed while writing a zip archive; rerun the export")]
+    Poisoned,
     /// A writer task panicked or was cancelled.
     #[error("an export worker failed: {0}")]
     Worker(#[from] tokio::task::JoinError),
@@ -204,6 +245,12 @@ pub enum ExportError {
 
 /// Result alias of the export crate.
 pub type Result<T, E = ExportError> = std::result::Result<T, E>;
+
+impl From<parquet::errors::ParquetError> for ExportError {
+    fn from(err: parquet::errors::ParquetError) -> Self {
+        ExportError::DataFusion(err.into())
+    }
+}
 
 impl From<arrow::error::ArrowError> for ExportError {
     fn from(err: arrow::error::ArrowError) -> Self {

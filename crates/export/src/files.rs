@@ -77,6 +77,19 @@ pub(crate) fn create_folder(folder: &Path) -> Result<()> {
     })
 }
 
+/// A hidden temporary name next to `target` (`.qa.zip.<pid>.tmp`), for a file renamed over
+/// `target` once complete; `target`'s folder is created.
+pub(crate) fn hidden_temp(target: &Path) -> Result<PathBuf> {
+    if let Some(parent) = target.parent() {
+        create_folder(parent)?;
+    }
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(target.with_file_name(format!(".{name}.{}{TEMP_SUFFIX}", std::process::id())))
+}
+
 /// Writes `bytes` to `path` atomically, naming the path if it fails.
 pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic(path, bytes).map_err(|source| ExportError::Io {

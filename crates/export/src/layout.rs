@@ -1,7 +1,10 @@
 //! The release layouts as data: every JSON object of a scene graph (D.1) and of a QA file (D.2),
 //! its keys, and the shape of each value. One description drives both the exports (Arrow row →
 //! JSON object) and the validators, so they cannot drift apart; tests pin it to [`crate::d1`]
-//! and [`crate::d2`].
+//! and [`crate::d2`]. Quality levels and ratings take their release encodings from
+//! [`cxrlake_schemas::quality`] and [`cxrlake_schemas::Rating`].
+
+use cxrlake_schemas::quality::{self, Aspect};
 
 use crate::{d1, d2};
 
@@ -28,6 +31,13 @@ pub(crate) enum Scalar {
     Enum(&'static [&'static str]),
     /// One of `allowed` or null, some lake values written differently.
     Respelled(&'static Respelling),
+    /// A quality level of this aspect. Lake: its name (`NO_ISSUES`). JSON: its value, an
+    /// integer (tables 11 and 12's "Value" column; `quality_mappings.csv` maps it back); null
+    /// stays null.
+    Level(&'static Aspect),
+    /// A rating. Lake: `A+` … `not rated`. JSON: the release code `<rank>_<grade>` (`5_A+`,
+    /// `0_not rated`); null (not judged) stays null.
+    Rating,
 }
 
 /// Values the lake spells differently from the release.
@@ -96,10 +106,10 @@ pub(crate) struct Node {
     pub fields: &'static [(&'static str, Shape)],
 }
 
-const LOCALIZATION_LEVEL: Scalar = Scalar::OneOf(d1::LOCALIZATION_QUALITY_LEVELS);
+const LOCALIZATION_LEVEL: Scalar = Scalar::Level(&quality::LOCALIZATION);
 
 const fn quality_levels(aspect: usize) -> Shape {
-    Shape::Scalar(Scalar::OneOf(d1::QUALITY_LEVELS[aspect].1))
+    Shape::Scalar(Scalar::Level(quality::EXTRACTION[aspect]))
 }
 
 pub(crate) static QUALITY: Node = Node {
@@ -291,13 +301,8 @@ static LATERALITY: Respelling = Respelling {
     from_lake: &[("likely bilateral", Some("likely_bilateral"))],
 };
 
-static RATING: Respelling = Respelling {
-    allowed: d2::RATINGS,
-    from_lake: &[("not rated", None)],
-};
-
-const fn text_quality(aspect: &str) -> Shape {
-    Shape::Scalar(Scalar::OneOf(d2::text_quality_levels(aspect)))
+const fn text_quality(aspect: &'static Aspect) -> Shape {
+    Shape::Scalar(Scalar::Level(aspect))
 }
 
 /// One image's localization of an answer part; the lake's `image_id` keys the dict.
@@ -328,19 +333,19 @@ pub(crate) static EXTRACTION_QUALITY: Node = Node {
 pub(crate) static QUESTION_QUALITY: Node = Node {
     name: "question quality",
     fields: &[
-        ("question_clarity", text_quality("question_clarity")),
-        ("completeness", text_quality("completeness")),
-        ("rating", Shape::Scalar(Scalar::Respelled(&RATING))),
+        ("question_clarity", text_quality(&quality::QUESTION_CLARITY)),
+        ("completeness", text_quality(&quality::COMPLETENESS)),
+        ("rating", Shape::Scalar(Scalar::Rating)),
     ],
 };
 
 pub(crate) static ANSWER_QUALITY: Node = Node {
     name: "answer quality",
     fields: &[
-        ("entailment", text_quality("entailment")),
-        ("relevance", text_quality("relevance")),
-        ("answer_clarity", text_quality("answer_clarity")),
-        ("rating", Shape::Scalar(Scalar::Respelled(&RATING))),
+        ("entailment", text_quality(&quality::ENTAILMENT)),
+        ("relevance", text_quality(&quality::RELEVANCE)),
+        ("answer_clarity", text_quality(&quality::ANSWER_CLARITY)),
+        ("rating", Shape::Scalar(Scalar::Rating)),
     ],
 };
 

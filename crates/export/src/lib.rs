@@ -1,6 +1,8 @@
 //! Exports of the lake in the layout of the released dataset (MIMIC-Ext-CXR-QBA): the
-//! `scene_graphs` table as one JSON file per study shaped as the paper's appendix D.1, and the
-//! `qa` table as one JSON file per study shaped as D.2.
+//! `scene_graphs` table as one JSON file per study shaped as the paper's appendix D.1, the
+//! `qa` table as one JSON file per study shaped as D.2, and whole releases ([`release`]):
+//! the FT/PT/A+/A++ subsets (frontal images only) as Parquet and in the PhysioNet layout
+//! (zips of these JSON files, seven flat metadata tables, `quality_mappings.csv`).
 //!
 //! ```text
 //! <out_dir>/p10/p10000032/s50414267.scene_graph.json   export_scene_graphs
@@ -46,12 +48,12 @@
 //!
 //! # Quality levels and ratings
 //!
-//! The release writes per-criterion quality values as integers and maps them to level names in
-//! `quality_mappings.csv`. cxrlake writes the level names themselves (`NO_ISSUES`,
-//! `BOX_AND_MASK_LOCALIZATION`, `OPTIMAL`), as the lake stores them, so the files read without
-//! the mapping; the validators accept the names only. Ratings are written as their grade (`A+`);
-//! a question or part that is not judged yet, or could not be rated, has `rating: null`. Answer
-//! part `laterality` is spelled as in D.2 (`likely_bilateral`).
+//! As in the release, per-criterion quality values are integers: the lake's level names
+//! (`NO_ISSUES`, `BOX_AND_MASK_LOCALIZATION`) become their value in the paper's tables 11 and 12
+//! (`4`, `4`; [`cxrlake_schemas::quality`] holds them, `quality_mappings.csv` of a release maps
+//! them back), and ratings the release code `<rank>_<grade>` (`5_A+`, `0_not rated`). A question
+//! or part that is not judged yet has `null` levels and `rating: null`. The validators accept
+//! these encodings only. Answer part `laterality` is spelled as in D.2 (`likely_bilateral`).
 
 mod columns;
 pub mod d1;
@@ -61,14 +63,19 @@ mod files;
 mod inflight;
 mod layout;
 pub mod qa;
+pub mod release;
 mod scan;
 pub mod scene_graphs;
+mod sink;
 mod summary;
 mod validate;
 mod writer;
 
 pub use error::{ExportError, Result};
 pub use qa::{QA_SUFFIX, QaExport, export_qa, qa_path};
+pub use release::{
+    ReleaseExport, ReleaseFormat, ReleaseSummary, Subset, export_release, quality_mappings_csv,
+};
 pub use scene_graphs::{
     SCENE_GRAPH_SUFFIX, SceneGraphExport, export_scene_graphs, scene_graph_json, study_path,
 };

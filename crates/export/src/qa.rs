@@ -27,7 +27,7 @@
 //! `embedder`, which [`crate::validate_qa`] accepts but does not require.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -44,9 +44,10 @@ use tracing::Instrument;
 
 use crate::d2;
 use crate::error::{ExportError, Result};
-use crate::files::{checked_ids, create_folder, patient_folder, write_file};
+use crate::files::{checked_ids, create_folder, patient_folder};
 use crate::inflight::{Writers, Written};
 use crate::scan::{filter_error, filtered_table, nothing_to_export, text_column};
+use crate::sink::Sink;
 use crate::summary::{ExportKind, ExportSummary};
 use crate::writer::{QuestionWriter, question_column};
 
@@ -115,39 +116,12 @@ async fn run(lake: &Lake, export: &QaExport) -> Result<ExportSummary> {
     let started = Instant::now();
     let filter = export.filter.as_deref();
     let frame = filtered_table(lake, TABLE, filter).await?;
-    let expected = study_sizes(&frame, filter).await?;
-    if expected.is_empty() {
+    create_folder(&export.out_dir)?;
+    let sink = Arc::new(Sink::Folder(export.out_dir.clone()));
+    let written = write_questions(frame, filter, sink).await?;
+    if written.studies == 0 {
         return Err(nothing_to_export(lake, TABLE, filter));
     }
-    let projected = async { frame.select_exprs(&projection())?.execute_stream().await };
-    let mut stream = match filter {
-        Some(filter) => projected.await.map_err(filter_error(TABLE, filter))?,
-        None => projected.await?,
-    };
-    create_folder(&export.out_dir)?;
-
-    let out_dir = Arc::new(export.out_dir.clone());
-    let mut collector = StudyCollector::new(expected);
-    let mut writers = Writers::default();
-    let fed = async {
-        while let Some(batch) = stream.next().await {
-            let job = collector.push(batch?)?;
-            if job.studies.is_empty() {
-                continue;
-            }
-            let out_dir = Arc::clone(&out_dir);
-            writers
-                .push(tokio::task::spawn_blocking(move || {
-                    write_job(&out_dir, job)
-                }))
-                .await?;
-        }
-        collector.finish()
-    }
-    .await;
-    let written = writers.finish().await;
-    fed?;
-    let written = written?;
 
     let summary = ExportSummary {
         kind: ExportKind::Qa,
@@ -166,6 +140,44 @@ async fn run(lake: &Lake, export: &QaExport) -> Result<ExportSummary> {
         "exported qa"
     );
     Ok(summary)
+}
+
+/// Writes the questions of `frame` (rows of `qa`'s columns; `filter` names a user filter in
+/// errors) as one D.2 file per study into `sink`; nothing is written for an empty frame.
+pub(crate) async fn write_questions(
+    frame: DataFrame,
+    filter: Option<&str>,
+    sink: Arc<Sink>,
+) -> Result<Written> {
+    let expected = study_sizes(&frame, filter).await?;
+    if expected.is_empty() {
+        return Ok(Written::default());
+    }
+    let projected = async { frame.select_exprs(&projection())?.execute_stream().await };
+    let mut stream = match filter {
+        Some(filter) => projected.await.map_err(filter_error(TABLE, filter))?,
+        None => projected.await?,
+    };
+
+    let mut collector = StudyCollector::new(expected);
+    let mut writers = Writers::default();
+    let fed = async {
+        while let Some(batch) = stream.next().await {
+            let job = collector.push(batch?)?;
+            if job.studies.is_empty() {
+                continue;
+            }
+            let sink = Arc::clone(&sink);
+            writers
+                .push(tokio::task::spawn_blocking(move || write_job(&sink, job)))
+                .await?;
+        }
+        collector.finish()
+    }
+    .await;
+    let written = writers.finish().await;
+    fed?;
+    written
 }
 
 /// How many questions each study has, and its patient.
@@ -399,8 +411,8 @@ impl StudyCollector {
 /// Bytes reserved per file (a study's questions take some 0.2–1 MB).
 const FILE_CAPACITY: usize = 512 * 1024;
 
-/// Writes every study of `job` as a file under `out_dir`, studies in parallel.
-fn write_job(out_dir: &Path, job: Job) -> Result<Written> {
+/// Writes every study of `job` into `sink`, studies in parallel.
+fn write_job(sink: &Sink, job: Job) -> Result<Written> {
     let Job { batches, studies } = job;
     let roots: Vec<_> = batches.iter().map(question_column).collect::<Result<_>>()?;
     let writers: Vec<_> = roots
@@ -410,26 +422,27 @@ fn write_job(out_dir: &Path, job: Job) -> Result<Written> {
     let mut folders = HashSet::new();
     for study in &studies {
         if folders.insert(study.patient_id.as_str()) {
-            create_folder(&out_dir.join(patient_folder(&study.patient_id)))?;
+            sink.prepare_patient(&study.patient_id)?;
         }
     }
-    studies
+    let results: Vec<(Written, Option<Vec<u8>>)> = studies
         .into_par_iter()
         .map_init(
             || Vec::with_capacity(FILE_CAPACITY),
-            |bytes, study| write_study(out_dir, &writers, study, bytes),
+            |bytes, study| write_study(sink, &writers, study, bytes),
         )
-        .try_reduce(Written::default, |a, b| Ok(a.add(b)))
+        .collect::<Result<_>>()?;
+    sink.gather(results)
 }
 
 /// Writes one study's file (its folder exists), questions in `question_id` order, reusing
-/// `bytes` as the buffer.
+/// `bytes` as the buffer; returns the zip member to merge, if `sink` is a zip.
 fn write_study(
-    out_dir: &Path,
+    sink: &Sink,
     writers: &[QuestionWriter<'_>],
     mut study: StudyRows,
     bytes: &mut Vec<u8>,
-) -> Result<Written> {
+) -> Result<(Written, Option<Vec<u8>>)> {
     let question_id = |at: &RowRef| writers[at.batch].question_id(at.row).unwrap_or_default();
     study
         .rows
@@ -464,17 +477,18 @@ fn write_study(
             })?;
     }
     bytes.extend_from_slice(b"]}\n");
-    let path = out_dir.join(qa_path(&study.patient_id, &study.study_id));
-    write_file(&path, bytes)?;
-    Ok(Written {
+    let member = sink.put(&qa_path(&study.patient_id, &study.study_id), bytes)?;
+    let written = Written {
         studies: 1,
         questions: study.rows.len(),
         bytes: bytes.len() as u64,
-    })
+    };
+    Ok((written, member))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
     use std::sync::Arc;
 
     use arrow::array::ArrayRef;
@@ -620,7 +634,8 @@ mod tests {
     fn questions_are_written_in_question_id_order_and_once() {
         let dir = tempfile::tempdir().expect("tempdir");
         let rows = [("p10", "s1", "A_002"), ("p10", "s1", "A_001")];
-        let written = write_job(dir.path(), job(&rows)).expect("write");
+        let sink = Sink::Folder(dir.path().to_path_buf());
+        let written = write_job(&sink, job(&rows)).expect("write");
         assert_eq!((written.studies, written.questions), (1, 2));
         let text = std::fs::read_to_string(dir.path().join(qa_path("p10", "s1"))).expect("file");
         let value: serde_json::Value = serde_json::from_str(&text).expect("json");
@@ -633,7 +648,7 @@ mod tests {
         assert_eq!(ids, ["A_001", "A_002"]);
 
         let twice = [("p10", "s1", "A_001"), ("p10", "s1", "A_001")];
-        let err = write_job(dir.path(), job(&twice)).expect_err("duplicate");
+        let err = write_job(&sink, job(&twice)).expect_err("duplicate");
         assert!(
             matches!(&err, ExportError::DuplicateQuestion { question_id, .. } if question_id == "A_001"),
             "{err}"

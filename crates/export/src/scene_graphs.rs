@@ -11,21 +11,23 @@
 //! UTF-8 JSON with a trailing newline.
 
 use std::collections::HashSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use arrow::array::{Array, AsArray, RecordBatch};
 use cxrlake_lake::Lake;
+use datafusion::dataframe::DataFrame;
 use futures::StreamExt;
 use rayon::prelude::*;
 use serde_json::Value;
 use tracing::Instrument;
 
 use crate::error::{ExportError, Result};
-use crate::files::{checked_ids, create_folder, patient_folder, write_file};
+use crate::files::{checked_ids, create_folder, patient_folder};
 use crate::inflight::{Writers, Written};
 use crate::scan::{filter_error, filtered_table, nothing_to_export, text_column};
+use crate::sink::Sink;
 use crate::summary::{ExportKind, ExportSummary};
 use crate::writer::{SceneGraphWriter, scene_graph_column};
 
@@ -101,36 +103,9 @@ async fn run(lake: &Lake, export: &SceneGraphExport) -> Result<ExportSummary> {
     let started = Instant::now();
     let filter = export.filter.as_deref();
     let frame = filtered_table(lake, TABLE, filter).await?;
-    let mut stream = match filter {
-        Some(filter) => frame
-            .execute_stream()
-            .await
-            .map_err(filter_error(TABLE, filter))?,
-        None => frame.execute_stream().await?,
-    };
     create_folder(&export.out_dir)?;
-
-    let out_dir = Arc::new(export.out_dir.clone());
-    let mut checker = RowChecker::default();
-    let mut writers = Writers::default();
-    let fed = async {
-        while let Some(batch) = stream.next().await {
-            let batch = batch?;
-            checker.check(&batch)?;
-            let out_dir = Arc::clone(&out_dir);
-            writers
-                .push(tokio::task::spawn_blocking(move || {
-                    write_batch(&out_dir, &batch)
-                }))
-                .await?;
-        }
-        Ok::<_, ExportError>(())
-    }
-    .await;
-    let written = writers.finish().await;
-    fed?;
-    let written = written?;
-
+    let sink = Arc::new(Sink::Folder(export.out_dir.clone()));
+    let written = write_scene_graphs(frame, filter, sink).await?;
     if written.studies == 0 {
         return Err(nothing_to_export(lake, TABLE, filter));
     }
@@ -150,6 +125,41 @@ async fn run(lake: &Lake, export: &SceneGraphExport) -> Result<ExportSummary> {
         "exported scene graphs"
     );
     Ok(summary)
+}
+
+/// Writes the rows of `frame` (`scene_graphs`' columns; `filter` names a user filter in errors)
+/// as one D.1 file per study into `sink`.
+pub(crate) async fn write_scene_graphs(
+    frame: DataFrame,
+    filter: Option<&str>,
+    sink: Arc<Sink>,
+) -> Result<Written> {
+    let mut stream = match filter {
+        Some(filter) => frame
+            .execute_stream()
+            .await
+            .map_err(filter_error(TABLE, filter))?,
+        None => frame.execute_stream().await?,
+    };
+    let mut checker = RowChecker::default();
+    let mut writers = Writers::default();
+    let fed = async {
+        while let Some(batch) = stream.next().await {
+            let batch = batch?;
+            checker.check(&batch)?;
+            let sink = Arc::clone(&sink);
+            writers
+                .push(tokio::task::spawn_blocking(move || {
+                    write_batch(&sink, &batch)
+                }))
+                .await?;
+        }
+        Ok::<_, ExportError>(())
+    }
+    .await;
+    let written = writers.finish().await;
+    fed?;
+    written
 }
 
 /// Validates ids and finds repeated studies across batches, numbering rows in export order.
@@ -184,58 +194,54 @@ impl RowChecker {
 /// Bytes reserved per file (typical graphs take 10–30 kB).
 const FILE_CAPACITY: usize = 32 * 1024;
 
-/// Writes every row of `batch` as a file under `out_dir`, rows in parallel.
-fn write_batch(out_dir: &Path, batch: &RecordBatch) -> Result<Written> {
+/// Writes every row of `batch` into `sink`, rows in parallel.
+fn write_batch(sink: &Sink, batch: &RecordBatch) -> Result<Written> {
     let root = scene_graph_column(batch)?;
     let writer = SceneGraphWriter::new(&root)?;
-    create_folders(out_dir, &writer, batch.num_rows())?;
-    (0..batch.num_rows())
-        .into_par_iter()
-        .map_init(
-            || Vec::with_capacity(FILE_CAPACITY),
-            |bytes, row| write_study(out_dir, &writer, row, bytes),
-        )
-        .try_reduce(Written::default, |a, b| Ok(a.add(b)))
-}
-
-/// Creates the patient folders of a batch's studies, each once.
-fn create_folders(out_dir: &Path, writer: &SceneGraphWriter<'_>, rows: usize) -> Result<()> {
     let mut patients = HashSet::new();
-    for row in 0..rows {
+    for row in 0..batch.num_rows() {
         if let (Some(patient_id), _) = writer.ids(row)
             && patients.insert(patient_id)
         {
-            create_folder(&out_dir.join(patient_folder(patient_id)))?;
+            sink.prepare_patient(patient_id)?;
         }
     }
-    Ok(())
+    let results: Vec<(Written, Option<Vec<u8>>)> = (0..batch.num_rows())
+        .into_par_iter()
+        .map_init(
+            || Vec::with_capacity(FILE_CAPACITY),
+            |bytes, row| write_study(sink, &writer, row, bytes),
+        )
+        .collect::<Result<_>>()?;
+    sink.gather(results)
 }
 
-/// Writes one study's file (its folder exists), reusing `bytes` as the buffer.
+/// Writes one study's file (its folder exists), reusing `bytes` as the buffer; returns the zip
+/// member to merge, if `sink` is a zip.
 fn write_study(
-    out_dir: &Path,
+    sink: &Sink,
     writer: &SceneGraphWriter<'_>,
     row: usize,
     bytes: &mut Vec<u8>,
-) -> Result<Written> {
+) -> Result<(Written, Option<Vec<u8>>)> {
     bytes.clear();
     write_row(writer, row, bytes)?;
     bytes.push(b'\n');
     let (patient_id, study_id) = writer.ids(row);
-    let path = out_dir.join(study_path(
-        patient_id.unwrap_or_default(),
-        study_id.unwrap_or_default(),
-    ));
-    write_file(&path, bytes)?;
-    Ok(Written {
+    let path = study_path(patient_id.unwrap_or_default(), study_id.unwrap_or_default());
+    let member = sink.put(&path, bytes)?;
+    let written = Written {
         studies: 1,
         questions: 0,
         bytes: bytes.len() as u64,
-    })
+    };
+    Ok((written, member))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::Path;
+
     use super::*;
 
     #[test]

@@ -4,11 +4,13 @@
 //! four numbers; then each layout's own rules — for scene graphs (D.1), ids that point at
 //! existing nodes; for QA files (D.2), question ids, the answer hierarchy and the images of
 //! localizations. `extractor` and `embedder` may be absent, so files of the original release
-//! pass these checks too, except for quality levels: cxrlake writes their names (`NO_ISSUES`),
-//! the release integers.
+//! pass these checks too. Quality levels must be the integer values of their aspect
+//! ([`cxrlake_schemas::quality`]), ratings release codes (`4_A`, `0_not rated`).
 
 use std::collections::HashSet;
 
+use cxrlake_schemas::Rating;
+use cxrlake_schemas::quality::{self, Aspect};
 use serde_json::{Map, Value};
 
 use crate::layout::{self, Node, Scalar, Shape};
@@ -86,6 +88,19 @@ fn json_type(value: &Value) -> &'static str {
         Value::Array(_) => "list",
         Value::Object(_) => "dict",
     }
+}
+
+/// `aspect`'s values, worst first: `0, 1, 2`.
+fn level_values(aspect: &Aspect) -> String {
+    let values: Vec<String> = aspect.levels.iter().map(|l| l.value.to_string()).collect();
+    values.join(", ")
+}
+
+/// Whether `code` is a rating's release code (`4_A`).
+fn is_release_code(code: &str) -> bool {
+    Rating::ALL
+        .iter()
+        .any(|rating| rating.release_code() == code)
 }
 
 fn is_prefixed_number(id: &str, prefix: char) -> bool {
@@ -190,7 +205,7 @@ impl Validator {
                     return;
                 };
                 for (image_id, level) in map {
-                    let level_kind = Scalar::OneOf(d1::LOCALIZATION_QUALITY_LEVELS);
+                    let level_kind = Scalar::Level(&quality::LOCALIZATION);
                     self.scalar(level_kind, level, &join(path, image_id));
                 }
             }
@@ -260,6 +275,25 @@ impl Validator {
                     other => Some(format!("{other} is not one of {}", allowed.join(", "))),
                 }
             }
+            Scalar::Level(aspect) => match value {
+                Value::Null => None,
+                Value::Number(n) if n.as_i64().and_then(|v| aspect.level_of_value(v)).is_some() => {
+                    None
+                }
+                other => Some(format!(
+                    "{other} is not a {} value, one of {}",
+                    aspect.key,
+                    level_values(aspect)
+                )),
+            },
+            Scalar::Rating => match value {
+                Value::Null => None,
+                Value::String(code) if is_release_code(code) => None,
+                other => Some(format!(
+                    "{other} is not a rating code, one of {}",
+                    Rating::ALL.map(Rating::release_code).join(", ")
+                )),
+            },
             Scalar::Enum(allowed) => match value {
                 Value::String(s) if allowed.contains(&s.as_str()) => None,
                 other => Some(format!("{other} is not one of {}", allowed.join(", "))),
@@ -495,11 +529,11 @@ mod tests {
 
     fn quality() -> Value {
         json!({
-            "region_extract_quality": "RESOLVED_REGIONS_ONLY",
-            "entity_extract_quality": "RESOLVED_ENTITIES_ONLY",
-            "sentence_name_quality": "NO_ISSUES",
-            "change_quality": "NO_ISSUES",
-            "general_issue_level": "NO_ISSUES"
+            "region_extract_quality": 4,
+            "entity_extract_quality": 2,
+            "sentence_name_quality": 2,
+            "change_quality": 3,
+            "general_issue_level": 4
         })
     }
 
@@ -518,7 +552,7 @@ mod tests {
             "localization": {"img1": {
                 "image_id": "img1", "bboxes": [[1.0, 2.0, 3.5, 4.0]],
                 "localization_reference_ids": ["left_lung"], "missing_localization": [],
-                "is_fallback": false, "localization_quality": "BOX_LOCALIZATION"
+                "is_fallback": false, "localization_quality": 3
             }}
         })
     }
@@ -527,7 +561,7 @@ mod tests {
         json!({
             "patient_id": "p10000032", "study_id": "s50414267",
             "study_quality": quality(),
-            "study_img_localization_quality": {"img1": "BOX_LOCALIZATION"},
+            "study_img_localization_quality": {"img1": 3},
             "sentences": [{"sent_id": "S01", "section": "FINDINGS", "section_type": "FINDINGS",
                            "sentence": "Small left pleural effusion."}],
             "observations": {"O01": observation("O01", 0)},
@@ -610,6 +644,20 @@ mod tests {
 
         let section = deviations_after(|g| g["sentences"][0]["section_type"] = json!("FINDING"));
         assert_eq!(section.len(), 1, "{section:?}");
+
+        // Quality levels are integers of their aspect, not names.
+        let name = deviations_after(|g| g["study_quality"]["change_quality"] = json!("NO_ISSUES"));
+        assert_eq!(
+            name,
+            [
+                "study_quality.change_quality: \"NO_ISSUES\" is not a change_quality value, one of 0, 1, 2, 3"
+            ]
+        );
+        let out_of_range =
+            deviations_after(|g| g["study_img_localization_quality"]["img1"] = json!(5));
+        assert_eq!(out_of_range.len(), 1, "{out_of_range:?}");
+        let issue = deviations_after(|g| g["study_quality"]["general_issue_level"] = json!(-1));
+        assert_eq!(issue, Vec::<String>::new(), "DISCARDED is -1");
 
         let level = deviations_after(|g| g["observations"]["O01"]["child_level"] = json!(1));
         assert_eq!(

@@ -20,10 +20,11 @@
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch, StructArray};
+use cxrlake_schemas::Rating;
+use cxrlake_schemas::quality::{self, Aspect, Level};
 use serde_json::Value;
 
 use crate::columns::{Column, put};
-use crate::d1;
 use crate::error::{ExportError, Result};
 use crate::layout::{self, Node, Scalar, Shape};
 
@@ -301,6 +302,16 @@ impl<'c> FieldPlan<'c> {
     fn write(&self, row: usize, present: bool, out: &mut Vec<u8>) -> Result<(), String> {
         let column = self.column.filter(|c| present && !c.is_null(row));
         match (self.shape, column, &self.object) {
+            (Shape::Scalar(Scalar::Level(aspect)), Some(column), _) => {
+                write_level(aspect, column, row, out)?;
+            }
+            (Shape::Scalar(Scalar::Rating), Some(column), _) => match column.str(row) {
+                Some(text) => {
+                    let rating: Rating = text.parse().map_err(|e| format!("{e}"))?;
+                    put(out, &rating.release_code())?;
+                }
+                None => column.write_json(row, out)?,
+            },
             (Shape::Scalar(Scalar::Respelled(respelling)), Some(column), _) => {
                 match column.str(row).and_then(|value| respelling.respell(value)) {
                     Some(Some(value)) => put(out, value)?,
@@ -379,7 +390,7 @@ impl<'c> FieldPlan<'c> {
                     put(out, image_id)?;
                     out.push(b':');
                     match self.value {
-                        Some(level) => level.write_json(item, out)?,
+                        Some(level) => write_level(&quality::LOCALIZATION, level, item, out)?,
                         None => out.extend_from_slice(b"null"),
                     }
                 }
@@ -435,7 +446,7 @@ impl<'c> FieldPlan<'c> {
                 out.pop();
                 out.extend_from_slice(b",\"localization_quality\":");
                 match self.worst_level(row, present)? {
-                    Some(level) => put(out, level)?,
+                    Some(level) => put(out, &level.value)?,
                     None => out.extend_from_slice(b"null"),
                 }
                 out.push(b'}');
@@ -465,25 +476,48 @@ impl<'c> FieldPlan<'c> {
     }
 
     /// The worst `localization_quality` of the sibling list's items at `row` (table 11 order).
-    fn worst_level(&self, row: usize, present: bool) -> Result<Option<&'static str>, String> {
+    fn worst_level(&self, row: usize, present: bool) -> Result<Option<&'static Level>, String> {
         let Some((list, levels)) = self
             .levels
             .filter(|(list, _)| present && !list.is_null(row))
         else {
             return Ok(None);
         };
-        let mut worst: Option<usize> = None;
+        let mut worst: Option<&'static Level> = None;
         for item in list.item_range(row) {
-            let Some(level) = levels.and_then(|c| c.str(item)) else {
+            let Some(name) = levels.and_then(|c| c.str(item)) else {
                 continue;
             };
-            let rank = d1::LOCALIZATION_QUALITY_LEVELS
-                .iter()
-                .position(|known| *known == level)
-                .ok_or_else(|| format!("unknown localization quality {level}"))?;
-            worst = Some(worst.map_or(rank, |w| w.min(rank)));
+            let level = level_named(&quality::LOCALIZATION, name)?;
+            worst = Some(worst.map_or(level, |w| if level.value < w.value { level } else { w }));
         }
-        Ok(worst.map(|rank| d1::LOCALIZATION_QUALITY_LEVELS[rank]))
+        Ok(worst)
+    }
+}
+
+/// `aspect`'s level called `name`; the error lists the valid names.
+fn level_named(aspect: &'static Aspect, name: &str) -> Result<&'static Level, String> {
+    aspect.level(name).ok_or_else(|| {
+        let names: Vec<_> = aspect.names().collect();
+        format!(
+            "{name} is not a {} level; valid levels are {}",
+            aspect.key,
+            names.join(", ")
+        )
+    })
+}
+
+/// Appends the release value (an integer) of the `aspect` level named at `row` of `column`;
+/// null stays null.
+fn write_level(
+    aspect: &'static Aspect,
+    column: &Column,
+    row: usize,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    match column.str(row) {
+        Some(name) => put(out, &level_named(aspect, name)?.value),
+        None => column.write_json(row, out),
     }
 }
 
@@ -636,10 +670,8 @@ mod tests {
             json!({"severity": [], "texture": [], "spread": [], "temporal": []})
         );
         assert_eq!(observation["localization"], json!({}));
-        assert_eq!(
-            value["study_img_localization_quality"],
-            json!({"a": "BOX_LOCALIZATION"})
-        );
+        // Quality levels are written as their values (table 11: BOX_LOCALIZATION = 3).
+        assert_eq!(value["study_img_localization_quality"], json!({"a": 3}));
         assert_eq!(value["indication"], Value::Null);
         assert_eq!(value["sentences"], json!([]));
         assert_eq!(value["regions"], json!({}));
@@ -754,11 +786,12 @@ mod tests {
             json!({"img1": {"bboxes": [[1.0, 2.0, 3.0, 4.0]],
                             "localization_reference_ids": ["left lung"],
                             "missing_localization": [], "is_fallback": true,
-                            "localization_quality": "FALLBACK_LOCALIZATION"}})
+                            "localization_quality": 1}})
         );
+        // The worst of the part's images: FALLBACK_LOCALIZATION (1).
         assert_eq!(
             child["extraction_quality"]["localization_quality"],
-            json!("FALLBACK_LOCALIZATION")
+            json!(1)
         );
         assert_eq!(
             child["answer_quality"],
@@ -772,16 +805,45 @@ mod tests {
             value["extraction_quality"],
             json!({"region_extract_quality": null, "entity_extract_quality": null,
                    "sentence_name_quality": null, "change_quality": null,
-                   "general_issue_level": null, "localization_quality": "FALLBACK_LOCALIZATION"})
+                   "general_issue_level": null, "localization_quality": 1})
         );
         assert_eq!(
             value["question_quality"],
-            json!({"question_clarity": "OPTIMAL", "completeness": null, "rating": null})
+            json!({"question_clarity": 2, "completeness": null, "rating": "0_not rated"})
         );
         let deviations = crate::validate_qa(&json!({
             "patient_id": "p10000032", "study_id": "s50414267", "questions": [value]
         }));
         assert_eq!(deviations, Vec::<String>::new());
+    }
+
+    #[test]
+    fn levels_and_ratings_take_their_release_codes() {
+        let mut row = question(json!([part(0, None, 0)]));
+        row["question_quality"] = json!({"completeness": "DETAILS_MISSING", "rating": "A+"});
+        row["answers"][0]["answer_quality"] = json!({"entailment": "NON_ALIGNED_CONTRADICTING", "relevance": "REDUNDANT_INFO",
+                   "rating": "D"});
+        let value = written_question(row).expect("write");
+        assert_eq!(
+            value["question_quality"],
+            json!({"question_clarity": null, "completeness": 1, "rating": "5_A+"})
+        );
+        assert_eq!(
+            value["answers"][0]["answer_quality"],
+            json!({"entailment": -3, "relevance": -1, "answer_clarity": null, "rating": "1_D"})
+        );
+
+        let mut unknown = question(json!([part(0, None, 0)]));
+        unknown["question_quality"] = json!({"question_clarity": "CLEAR"});
+        let err = written_question(unknown).expect_err("unknown level");
+        assert!(
+            err.starts_with("CLEAR is not a question_clarity level; valid levels are UNANSWERABLE"),
+            "{err}"
+        );
+        let mut bad = question(json!([part(0, None, 0)]));
+        bad["question_quality"] = json!({"rating": "E"});
+        let err = written_question(bad).expect_err("not a rating");
+        assert!(err.starts_with("'E' is not a rating"), "{err}");
     }
 
     #[test]

@@ -1,2 +1,3 @@
 mod commands;
 mod interop;
+mod release;

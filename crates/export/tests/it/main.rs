@@ -1,4 +1,5 @@
 mod fixtures;
 mod qa;
+mod release;
 mod scene_graphs;
 mod speed;

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use cxrlake_export::{ExportError, QaExport, d1, d2, export_qa, qa_path, validate_qa};
+use cxrlake_export::{ExportError, QaExport, d2, export_qa, qa_path, validate_qa};
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
 use cxrlake_pipeline::extract::ExtractOptions;
@@ -140,19 +140,14 @@ fn flatten(parts: &Value, parent: i64, out: &mut BTreeSet<(i64, i64, i64)>) {
     }
 }
 
-/// The worst of a question's per-image localization levels (table 11 order).
+/// The worst of a question's per-image localization levels: the smallest value (table 11).
 fn worst_level(levels: &Value) -> Value {
-    let rank = |level: &Value| {
-        d1::LOCALIZATION_QUALITY_LEVELS
-            .iter()
-            .position(|known| Some(*known) == level.as_str())
-            .expect("known level")
-    };
+    let value = |level: &Value| level.as_i64().expect("an integer level");
     levels
         .as_object()
         .expect("dict")
         .values()
-        .min_by_key(|level| rank(level))
+        .min_by_key(|level| value(level))
         .cloned()
         .unwrap_or(Value::Null)
 }
@@ -322,18 +317,16 @@ fn study() -> Value {
         "02aa804e": {
             "bboxes": [[1520.5, 400.0, 2600.25, 2310.0]],
             "localization_reference_ids": ["left lung"], "missing_localization": [],
-            "is_fallback": false, "localization_quality": "BOX_AND_MASK_LOCALIZATION"
+            "is_fallback": false, "localization_quality": 4
         }
     });
     let quality = json!({
-        "region_extract_quality": "RESOLVED_REGIONS_ONLY",
-        "entity_extract_quality": "RESOLVED_ENTITIES_ONLY",
-        "sentence_name_quality": "NO_ISSUES", "change_quality": "NO_ISSUES",
-        "general_issue_level": "NO_ISSUES", "localization_quality": "BOX_AND_MASK_LOCALIZATION"
+        "region_extract_quality": 4, "entity_extract_quality": 2,
+        "sentence_name_quality": 2, "change_quality": 3,
+        "general_issue_level": 4, "localization_quality": 4
     });
     let answer_quality = json!({
-        "entailment": "ALIGNED_MENTIONED", "relevance": "RELEVANT_MAIN_ANSWER",
-        "answer_clarity": "OPTIMAL", "rating": "A++"
+        "entailment": 3, "relevance": 1, "answer_clarity": 2, "rating": "6_A++"
     });
     let part = |id: i64, level: i64, answer_type: &str, from_report: bool| {
         json!({
@@ -356,11 +349,10 @@ fn study() -> Value {
             "question_strategy": "finding", "variables": {"finding": "pleural effusion"},
             "obs_ids": ["O01"], "contains_report_answers": true,
             "contains_template_answers": true, "extraction_quality": quality,
-            "question_img_localization_quality": {"02aa804e": "BOX_AND_MASK_LOCALIZATION"},
+            "question_img_localization_quality": {"02aa804e": 4},
             "question": "Is there any indication of pleural effusion?",
             "answers": [main, part(2, 0, "related_information", false)],
-            "question_quality": {"question_clarity": "OPTIMAL", "completeness": "FULLY_COMPLETE",
-                                 "rating": "A+"},
+            "question_quality": {"question_clarity": 2, "completeness": 2, "rating": "5_A+"},
             "extractor": "rules", "embedder": "lexical"
         }]
     })
@@ -435,8 +427,7 @@ fn validate_qa_accepts_d2_and_names_each_deviation() {
     assert!(question_id[0].starts_with("questions[0].question_id: D02_001 is not"));
 
     let image = deviations_after(|s| {
-        s["questions"][0]["question_img_localization_quality"] =
-            json!({"other": "BOX_LOCALIZATION"})
+        s["questions"][0]["question_img_localization_quality"] = json!({"other": 3})
     });
     assert_eq!(image.len(), 3, "{image:?}");
     assert!(
@@ -458,6 +449,20 @@ fn validate_qa_accepts_d2_and_names_each_deviation() {
     assert_eq!(
         quality,
         ["questions[0].extraction_quality: missing key `localization_quality`"]
+    );
+
+    // Levels and ratings in their release codes only.
+    let names = deviations_after(|s| {
+        s["questions"][0]["question_quality"] =
+            json!({"question_clarity": "OPTIMAL", "completeness": 3, "rating": "A+"})
+    });
+    assert_eq!(
+        names,
+        [
+            "questions[0].question_quality.question_clarity: \"OPTIMAL\" is not a question_clarity value, one of -3, -2, -1, 0, 1, 2",
+            "questions[0].question_quality.completeness: 3 is not a completeness value, one of -2, -1, 0, 1, 2",
+            "questions[0].question_quality.rating: \"A+\" is not a rating code, one of 0_not rated, 1_D, 2_C, 3_B, 4_A, 5_A+, 6_A++"
+        ]
     );
 
     let flags = deviations_after(|s| s["questions"][0]["contains_report_answers"] = json!(false));

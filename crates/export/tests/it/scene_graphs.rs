@@ -9,7 +9,7 @@ use cxrlake_export::{
 use serde_json::{Value, json};
 
 use crate::fixtures::{
-    FRONTAL, LATERAL, decode, empty_study, files, full_study, lake_with, other_patient, quality,
+    FRONTAL, LATERAL, decode, empty_study, files, full_study, lake_with, other_patient,
 };
 
 const FULL: &str = "p10/p10000032/s50414267.scene_graph.json";
@@ -81,10 +81,15 @@ async fn every_study_becomes_one_d1_file_in_the_release_layout() {
     let graph = read(&out, FULL);
     assert_eq!(graph["patient_id"], "p10000032");
     assert_eq!(graph["study_id"], "s50414267");
-    assert_eq!(graph["study_quality"], quality());
+    // Levels become their values in tables 11 (NO_ISSUES of change_quality is 3).
+    assert_eq!(
+        graph["study_quality"],
+        json!({"region_extract_quality": 4, "entity_extract_quality": 2,
+               "sentence_name_quality": 2, "change_quality": 3, "general_issue_level": 4})
+    );
     assert_eq!(
         graph["study_img_localization_quality"],
-        json!({FRONTAL: "BOX_AND_MASK_LOCALIZATION", LATERAL: "BOX_LOCALIZATION"})
+        json!({FRONTAL: 4, LATERAL: 3})
     );
     assert_eq!(keys(&graph["observations"]), ["O01", "O01.01", "O02"]);
     assert_eq!(graph["top_level_obs_ids"], json!(["O01", "O02"]));

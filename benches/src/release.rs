@@ -1,0 +1,217 @@
+//! Benchmark of `cxrlake export release`: the FT subset (rating >= 'A', frontal images only)
+//! from a graded lake of ≥ 4 M QA pairs, as Parquet (nested qa and scene_graphs, the seven
+//! metadata tables with .csv.gz, the q1M sample) and in the PhysioNet layout (zips).
+//!
+//! The lake: `RELEASE_BENCH_STUDIES` synthetic studies (default 200) through the whole pipeline
+//! to `qa`, then `qa`, `images` and `scene_graphs` replicated `RELEASE_BENCH_COPIES` times
+//! (default 90) with new patient and study ids (`p…NNN`, `s…NNN`), and every QA pair given a
+//! rating by `hash(5, study, question)` (seven ratings evenly, so FT ≈ 3/7). Its folder is
+//! `RELEASE_BENCH_DIR` (default: a temporary folder); `RELEASE_BENCH_REUSE=1` reuses a lake
+//! built there before.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use arrow::array::{ArrayRef, AsArray, Int8Array, RecordBatch, StringArray};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Float64Type};
+use cxrlake_export::release::{portable_batch, portable_schema};
+use cxrlake_export::{ReleaseExport, ReleaseFormat, Subset, export_release};
+use cxrlake_ingest::{IngestOptions, ingest};
+use cxrlake_lake::Lake;
+use cxrlake_pipeline::extract::ExtractOptions;
+use cxrlake_pipeline::graph::GraphOptions;
+use cxrlake_pipeline::localize::LocalizeOptions;
+use cxrlake_pipeline::map::MapOptions;
+use cxrlake_pipeline::qa::QaOptions;
+use cxrlake_refdefs::RefDefs;
+use cxrlake_schemas::Rating;
+use cxrlake_synth::{SynthOptions, generate};
+use cxrlake_templates::Templates;
+
+fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[tokio::main]
+#[allow(clippy::print_stdout)]
+async fn main() {
+    let studies = env_number("RELEASE_BENCH_STUDIES", 200);
+    let copies = env_number("RELEASE_BENCH_COPIES", 90);
+    let temp = tempfile::tempdir().expect("tempdir");
+    let root = std::env::var("RELEASE_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| temp.path().to_path_buf());
+    let lake_dir = root.join("lake");
+    let lake = Lake::open_url(lake_dir.to_str().expect("utf8")).expect("open");
+    if std::env::var_os("RELEASE_BENCH_REUSE").is_none() || !lake_dir.exists() {
+        let started = Instant::now();
+        build_lake(&lake, &root.join("corpus"), studies).await;
+        replicate(&lake, copies).await;
+        println!("lake built in {:.1} s", started.elapsed().as_secs_f64());
+    }
+    let ctx = lake.session().await.expect("session");
+    let count = |sql: &'static str| {
+        let ctx = ctx.clone();
+        async move {
+            let batches = ctx.sql(sql).await.expect(sql).collect().await.expect(sql);
+            let column = cast(batches[0].column(0), &DataType::Int64).expect("int64");
+            column
+                .as_primitive::<arrow::datatypes::Int64Type>()
+                .value(0)
+        }
+    };
+    let pairs = count("SELECT count(*) FROM qa").await;
+    let lake_studies = count("SELECT count(DISTINCT study_id) FROM qa").await;
+    println!("lake: {pairs} QA pairs of {lake_studies} studies");
+
+    for format in [ReleaseFormat::Parquet, ReleaseFormat::Physionet] {
+        let out = root.join(format!("ft_{format:?}").to_lowercase());
+        let _ = std::fs::remove_dir_all(&out);
+        let export = ReleaseExport::new(&out)
+            .with_subset(Subset::Ft)
+            .with_format(format);
+        let started = Instant::now();
+        let summary = export_release(&lake, &export).await.expect("export");
+        let seconds = started.elapsed().as_secs_f64();
+        println!("{summary}");
+        println!(
+            "FT {format:?}: {} of {pairs} QA pairs in {seconds:.1} s ({:.0} lake QA pairs/s)",
+            summary.parts[0].questions,
+            pairs as f64 / seconds
+        );
+    }
+}
+
+/// A lake with `qa` for `studies` synthetic studies.
+async fn build_lake(lake: &Lake, corpus: &Path, studies: usize) {
+    generate(&SynthOptions::new(studies, 0, corpus)).expect("synth");
+    lake.init().await.expect("init");
+    ingest(lake, &IngestOptions::new(vec![corpus.to_path_buf()]))
+        .await
+        .expect("ingest");
+    let defs = RefDefs::embedded().expect("refdefs");
+    cxrlake_pipeline::extract::run(lake, &defs, &ExtractOptions::default())
+        .await
+        .expect("extract");
+    cxrlake_pipeline::localize::run(lake, &defs, &LocalizeOptions::default())
+        .await
+        .expect("localize");
+    cxrlake_pipeline::map::run(lake, &defs, &MapOptions::default())
+        .await
+        .expect("map");
+    cxrlake_pipeline::graph::run(lake, &defs, &GraphOptions::default())
+        .await
+        .expect("graph");
+    let templates = Templates::embedded(&defs).expect("templates");
+    cxrlake_pipeline::balance::run(lake, &templates)
+        .await
+        .expect("balance");
+    cxrlake_pipeline::qa::run(lake, &defs, &QaOptions::default())
+        .await
+        .expect("qa");
+}
+
+/// `column` with `suffix` appended to every value.
+fn suffixed(column: &ArrayRef, suffix: &str) -> ArrayRef {
+    let text = cast(column, &DataType::Utf8).expect("utf8");
+    let values: StringArray = text
+        .as_string::<i32>()
+        .iter()
+        .map(|v| v.map(|v| format!("{v}{suffix}")))
+        .collect();
+    Arc::new(values)
+}
+
+/// Appends `copies - 1` copies of `qa`, `images` and `scene_graphs` with new patient and study
+/// ids, and rates every QA pair by hash.
+async fn replicate(lake: &Lake, copies: usize) {
+    let ctx = lake.session().await.expect("session");
+    for table in ["images", "scene_graphs", "qa"] {
+        let sql = if table == "qa" {
+            "SELECT *, sample_hash(5, study_id, question_id) AS h FROM qa".to_string()
+        } else {
+            format!("SELECT * FROM {table}")
+        };
+        let batches = ctx
+            .sql(&sql)
+            .await
+            .expect("plan")
+            .collect()
+            .await
+            .expect("read");
+        let mut batches: Vec<RecordBatch> = batches
+            .iter()
+            .filter(|b| b.num_rows() > 0)
+            .map(|batch| rate(batch, table == "qa"))
+            .collect();
+        let originals = batches.clone();
+        let mut first = true;
+        for copy in 1..copies.max(1) {
+            let suffix = format!("{copy:03}");
+            for batch in &originals {
+                let schema = batch.schema();
+                let columns = batch
+                    .columns()
+                    .iter()
+                    .zip(schema.fields())
+                    .map(|(column, field)| match field.name().as_str() {
+                        "patient_id" | "study_id" => suffixed(column, &suffix),
+                        _ => Arc::clone(column),
+                    })
+                    .collect();
+                batches.push(RecordBatch::try_new(schema, columns).expect("copy"));
+            }
+            if batches.len() >= 400 {
+                write(lake, table, std::mem::take(&mut batches), first).await;
+                first = false;
+            }
+        }
+        if !batches.is_empty() {
+            write(lake, table, batches, first).await;
+        }
+    }
+}
+
+/// Writes `batches` to `table`, replacing it when `first`.
+async fn write(lake: &Lake, table: &str, batches: Vec<RecordBatch>, first: bool) {
+    let write = lake.write(table);
+    let write = if first {
+        write.overwrite()
+    } else {
+        write.append()
+    };
+    write.execute(batches).await.expect("write copies");
+}
+
+/// `batch` with plain types; for `qa`, rated by its last column `h` (a hash in [0, 1)), which is
+/// dropped.
+fn rate(batch: &RecordBatch, is_qa: bool) -> RecordBatch {
+    if !is_qa {
+        let schema = portable_schema(&batch.schema());
+        return portable_batch(batch, &schema).expect("portable");
+    }
+    let hashes = batch.column(batch.num_columns() - 1);
+    let ratings: Vec<Rating> = hashes
+        .as_primitive::<Float64Type>()
+        .values()
+        .iter()
+        .map(|h| Rating::ALL[((h * 7.0) as usize).min(6)])
+        .collect();
+    let keep: Vec<usize> = (0..batch.num_columns() - 1).collect();
+    let batch = batch.project(&keep).expect("project");
+    let schema = portable_schema(&batch.schema());
+    let mut columns = portable_batch(&batch, &schema)
+        .expect("portable")
+        .columns()
+        .to_vec();
+    let texts: StringArray = ratings.iter().map(|r| Some(r.as_str())).collect();
+    let ranks: Int8Array = ratings.iter().map(|r| Some(r.rank())).collect();
+    columns[schema.index_of("rating").expect("rating")] = Arc::new(texts);
+    columns[schema.index_of("rating_rank").expect("rating_rank")] = Arc::new(ranks);
+    RecordBatch::try_new(schema, columns).expect("rated")
+}

@@ -1,0 +1,300 @@
+//! Release tables as files: a query's result streamed into Parquet (types pandas and duckdb
+//! read: no view types) and, for the flat metadata tables, also into `.csv.gz`, laid out as
+//! pandas writes a frame with a MultiIndex.
+//!
+//! ```text
+//! query ─stream─▶ batch ─portable types─▶ Parquet (data columns, then index columns,
+//!                                          schema metadata `pandas` naming the index)
+//!                              └─index first─▶ CSV ─gzip─▶ .csv.gz (pandas' to_csv order)
+//! ```
+//!
+//! Files are written under a hidden temporary name and renamed when complete.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, FieldRef, Fields, Schema, SchemaRef};
+use datafusion::dataframe::DataFrame;
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use futures::StreamExt;
+use parquet::arrow::ArrowWriter;
+use parquet::basic::Compression as ParquetCompression;
+use parquet::file::properties::WriterProperties;
+use serde_json::json;
+
+use crate::error::{ExportError, Result};
+use crate::files::hidden_temp;
+
+/// The columns pandas reads back as the index of a metadata table, in index order.
+pub(crate) const INDEX_COLUMNS: [&str; 5] = [
+    "patient_id",
+    "study_id",
+    "question_id",
+    "answer_id",
+    "image_id",
+];
+
+/// The type readers outside Arrow-rs understand: view types become their plain forms (pandas
+/// cannot convert `list<string_view>`), recursively through lists and structs.
+pub fn portable_type(data_type: &DataType) -> DataType {
+    let field = |f: &FieldRef| {
+        Arc::new(
+            f.as_ref()
+                .clone()
+                .with_data_type(portable_type(f.data_type())),
+        )
+    };
+    match data_type {
+        DataType::Utf8View => DataType::Utf8,
+        DataType::BinaryView => DataType::Binary,
+        DataType::List(item) | DataType::ListView(item) => DataType::List(field(item)),
+        DataType::LargeList(item) | DataType::LargeListView(item) => {
+            DataType::LargeList(field(item))
+        }
+        DataType::FixedSizeList(item, size) => DataType::FixedSizeList(field(item), *size),
+        DataType::Struct(fields) => DataType::Struct(fields.iter().map(field).collect::<Fields>()),
+        other => other.clone(),
+    }
+}
+
+/// `schema` with [`portable_type`]s (field and schema metadata kept).
+pub fn portable_schema(schema: &Schema) -> SchemaRef {
+    Arc::new(Schema::new_with_metadata(
+        schema
+            .fields()
+            .iter()
+            .map(|f| {
+                f.as_ref()
+                    .clone()
+                    .with_data_type(portable_type(f.data_type()))
+            })
+            .collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    ))
+}
+
+/// `batch` cast to `schema` (from [`portable_schema`]).
+pub fn portable_batch(
+    batch: &RecordBatch,
+    schema: &SchemaRef,
+) -> arrow::error::Result<RecordBatch> {
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(column, field)| cast(column, field.data_type()))
+        .collect::<arrow::error::Result<Vec<_>>>()?;
+    RecordBatch::try_new(Arc::clone(schema), columns)
+}
+
+/// pandas' dtype names of an Arrow type: `(pandas_type, numpy_type)`.
+fn pandas_types(data_type: &DataType) -> (&'static str, &'static str) {
+    match data_type {
+        DataType::Utf8 | DataType::LargeUtf8 => ("unicode", "object"),
+        DataType::Boolean => ("bool", "bool"),
+        DataType::Int8 => ("int8", "int8"),
+        DataType::Int16 => ("int16", "int16"),
+        DataType::Int32 => ("int32", "int32"),
+        DataType::Int64 => ("int64", "int64"),
+        DataType::Float32 => ("float32", "float32"),
+        DataType::Float64 => ("float64", "float64"),
+        _ => ("object", "object"),
+    }
+}
+
+/// The `pandas` schema metadata of a frame whose index is the `index` columns (stored last).
+fn pandas_metadata(schema: &Schema, index: &[String]) -> String {
+    let columns: Vec<_> = schema
+        .fields()
+        .iter()
+        .map(|field| {
+            let (pandas_type, numpy_type) = pandas_types(field.data_type());
+            json!({
+                "name": field.name(), "field_name": field.name(),
+                "pandas_type": pandas_type, "numpy_type": numpy_type, "metadata": null
+            })
+        })
+        .collect();
+    json!({
+        "index_columns": index,
+        "column_indexes": [{
+            "name": null, "field_name": null, "pandas_type": "unicode",
+            "numpy_type": "object", "metadata": {"encoding": "UTF-8"}
+        }],
+        "columns": columns,
+        "creator": {"library": "cxrlake", "version": env!("CARGO_PKG_VERSION")},
+        "pandas_version": "2.2.3"
+    })
+    .to_string()
+}
+
+/// A file being written under a hidden temporary name.
+struct Pending {
+    temp: PathBuf,
+    target: PathBuf,
+}
+
+impl Pending {
+    fn new(target: &Path) -> Result<Self> {
+        Ok(Self {
+            temp: hidden_temp(target)?,
+            target: target.to_path_buf(),
+        })
+    }
+
+    fn create(&self) -> Result<BufWriter<File>> {
+        File::create(&self.temp)
+            .map(BufWriter::new)
+            .map_err(|source| ExportError::Io {
+                path: self.temp.clone(),
+                source,
+            })
+    }
+
+    fn commit(self) -> Result<u64> {
+        std::fs::rename(&self.temp, &self.target).map_err(|source| ExportError::Io {
+            path: self.target.clone(),
+            source,
+        })?;
+        let size = std::fs::metadata(&self.target).map_or(0, |m| m.len());
+        std::mem::forget(self);
+        Ok(size)
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.temp);
+    }
+}
+
+/// What writing a table produced.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableFiles {
+    /// Rows written.
+    pub rows: u64,
+    /// Bytes on disk (every file written).
+    pub bytes: u64,
+}
+
+fn parquet_error(path: &Path) -> impl Fn(parquet::errors::ParquetError) -> ExportError + '_ {
+    move |source| ExportError::Parquet {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn io_error(path: &Path) -> impl Fn(std::io::Error) -> ExportError + '_ {
+    move |source| ExportError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Streams `frame` into `parquet` and, with `csv`, into a gzipped CSV too. With `pandas_index`,
+/// the frame's columns named in [`INDEX_COLUMNS`] (which its query puts last) are the pandas
+/// index: recorded in the Parquet file's `pandas` metadata and written first in the CSV.
+pub(crate) async fn write_table(
+    frame: DataFrame,
+    parquet: &Path,
+    csv: Option<&Path>,
+    pandas_index: bool,
+) -> Result<TableFiles> {
+    let source = Arc::new(frame.schema().as_arrow().clone());
+    let mut schema = portable_schema(&source);
+    let index: Vec<String> = schema
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .filter(|name| pandas_index && INDEX_COLUMNS.contains(&name.as_str()))
+        .collect();
+    if pandas_index {
+        let mut metadata = schema.metadata().clone();
+        metadata.insert("pandas".into(), pandas_metadata(&schema, &index));
+        schema = Arc::new(Schema::new_with_metadata(schema.fields().clone(), metadata));
+    }
+    let pending = Pending::new(parquet)?;
+    let properties = WriterProperties::builder()
+        .set_compression(ParquetCompression::SNAPPY)
+        .build();
+    let mut writer = ArrowWriter::try_new(pending.create()?, Arc::clone(&schema), Some(properties))
+        .map_err(parquet_error(parquet))?;
+    let mut csv_out = match csv {
+        Some(path) => {
+            let pending = Pending::new(path)?;
+            let gzip = GzEncoder::new(pending.create()?, Compression::fast());
+            Some((
+                pending,
+                arrow::csv::WriterBuilder::new()
+                    .with_header(true)
+                    .build(gzip),
+            ))
+        }
+        None => None,
+    };
+    // CSV columns: the index first, as pandas' to_csv writes them.
+    let csv_order: Vec<usize> = {
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        let position = |name: &str| names.iter().position(|n| *n == name);
+        let mut order: Vec<usize> = index.iter().filter_map(|n| position(n)).collect();
+        let rest: Vec<usize> = (0..names.len()).filter(|i| !order.contains(i)).collect();
+        order.extend(rest);
+        order
+    };
+
+    let mut rows = 0u64;
+    let mut stream = frame.execute_stream().await?;
+    while let Some(batch) = stream.next().await {
+        let batch = portable_batch(&batch?, &schema)?;
+        rows += batch.num_rows() as u64;
+        writer.write(&batch).map_err(parquet_error(parquet))?;
+        if let Some((_, csv_writer)) = csv_out.as_mut() {
+            csv_writer.write(&batch.project(&csv_order)?)?;
+        }
+    }
+    writer.close().map_err(parquet_error(parquet))?;
+    let mut bytes = pending.commit()?;
+    if let (Some((pending, csv_writer)), Some(path)) = (csv_out, csv) {
+        let mut file = csv_writer.into_inner().finish().map_err(io_error(path))?;
+        file.flush().map_err(io_error(path))?;
+        drop(file);
+        bytes += pending.commit()?;
+    }
+    Ok(TableFiles { rows, bytes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn view_types_become_plain_and_pandas_metadata_names_the_index() {
+        let item = Arc::new(arrow::datatypes::Field::new(
+            "item",
+            DataType::Utf8View,
+            true,
+        ));
+        assert_eq!(
+            portable_type(&DataType::List(item)),
+            DataType::List(Arc::new(arrow::datatypes::Field::new(
+                "item",
+                DataType::Utf8,
+                true
+            )))
+        );
+        let schema = Schema::new(vec![
+            arrow::datatypes::Field::new("question.quality.rating_rank", DataType::Int8, true),
+            arrow::datatypes::Field::new("patient_id", DataType::Utf8, false),
+        ]);
+        let metadata: serde_json::Value =
+            serde_json::from_str(&pandas_metadata(&schema, &["patient_id".into()])).expect("json");
+        assert_eq!(metadata["index_columns"], json!(["patient_id"]));
+        assert_eq!(metadata["columns"][0]["pandas_type"], "int8");
+        assert_eq!(metadata["columns"][1]["field_name"], "patient_id");
+    }
+}

@@ -1,0 +1,2 @@
+-- PT, pre-training grade (exports/B_frontal): rating B or better, frontal images only.
+SELECT * FROM release_candidates WHERE rating >= 'B'

@@ -1,0 +1,4 @@
+-- A reproducible sample of the release's questions (q1M): hash(seed $1, study, question) < p
+-- ($2 = sample size / questions), so a rerun gives the same sample and a slightly different p
+-- changes few rows.
+SELECT * FROM release_population WHERE sample_hash($1, study_id, question_id) < $2

@@ -1,0 +1,15 @@
+//! Functions of the release exports (`sql/release/`): `keep_images` (drop per-image entries of
+//! images not in a list, e.g. non-frontal ones, at any depth of a nested value), `sample_hash`
+//! (reproducible hash sampling), `extraction_rating` (the rating of an extraction-quality struct) and
+//! `quality_value` (a quality level name → the release's
+//! integer).
+
+mod extraction_rating;
+mod keep_images;
+mod quality_value;
+mod sample_hash;
+
+pub use extraction_rating::ExtractionRatingFunc;
+pub use keep_images::KeepImagesFunc;
+pub use quality_value::QualityValueFunc;
+pub use sample_hash::SampleHashFunc;
