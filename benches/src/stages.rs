@@ -2,12 +2,13 @@
 //! extract (rules backend) → map (lexical embedder) → graph, each timed as a whole (wall clock,
 //! one run per stage; repeat the command for medians with `farm-bench`). Map and graph run
 //! twice; the second, warm run is the "map + graph" figure. Then balance → qa, timed together
-//! as the "QA pairs/s" figure (the Parquet write of `qa` included).
+//! as the "QA pairs/s" figure (the Parquet write of `qa` included), then judge → grade (heuristic
+//! judge; `STAGES_BENCH_STAGES=judge` on a lake with `qa`).
 //!
 //! Scale: `STAGES_BENCH_STUDIES` studies (default 2,000 ≈ 3,300 images, ~150 CXAS masks per
 //! frontal image); the corpus and lake go to `STAGES_BENCH_DIR` (default: a temporary folder).
 //! With `STAGES_BENCH_REUSE=1` and a lake already in `STAGES_BENCH_DIR`, synth → extract are
-//! skipped. `STAGES_BENCH_STAGES` (default `map,graph,qa`) picks what runs after extract;
+//! skipped. `STAGES_BENCH_STAGES` (default `map,graph,qa,judge`) picks what runs after extract;
 //! `RUST_LOG=cxrlake_pipeline=info` logs every statement's time.
 
 use std::path::PathBuf;
@@ -17,7 +18,9 @@ use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
 use cxrlake_pipeline::balance;
 use cxrlake_pipeline::extract::{self, ExtractOptions};
+use cxrlake_pipeline::grade;
 use cxrlake_pipeline::graph::{self, GraphOptions};
+use cxrlake_pipeline::judge::{self, JudgeOptions};
 use cxrlake_pipeline::localize::{LocalizeOptions, run};
 use cxrlake_pipeline::map::{self, MapOptions};
 use cxrlake_pipeline::qa::{self, QaOptions};
@@ -32,7 +35,7 @@ async fn main() {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
-    let stages = std::env::var("STAGES_BENCH_STAGES").unwrap_or_else(|_| "map,graph,qa".into());
+    let stages = std::env::var("STAGES_BENCH_STAGES").unwrap_or_else(|_| "map,graph,qa,judge".into());
     let runs = |stage: &str| stages.split(',').any(|s| s.trim() == stage);
     let studies: usize = std::env::var("STAGES_BENCH_STUDIES")
         .ok()
@@ -85,6 +88,22 @@ async fn main() {
             "balance+qa {} QA pairs: {seconds:.2} s ({:.0} QA pairs/s)",
             generated.questions,
             generated.questions as f64 / seconds
+        );
+    }
+    if runs("judge") {
+        let options = JudgeOptions::default();
+        let started = Instant::now();
+        let judged = judge::run(&lake, &options).await.expect("judge");
+        println!("{judged}");
+        let judge_s = started.elapsed().as_secs_f64();
+        let graded = grade::run(&lake, &options).await.expect("grade");
+        println!("{graded}");
+        let seconds = started.elapsed().as_secs_f64();
+        println!(
+            "judge+grade {} QA pairs: judge {judge_s:.2} s, grade {:.2} s ({:.0} QA pairs/s)",
+            graded.questions,
+            seconds - judge_s,
+            graded.questions as f64 / seconds
         );
     }
 }

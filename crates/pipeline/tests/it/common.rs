@@ -81,3 +81,22 @@ pub async fn localized_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, Ref
     .expect("localize");
     (lake, defs)
 }
+
+/// A localized lake taken through map → graph → balance → qa with the embedded defaults.
+pub async fn qa_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
+    let (lake, defs) = localized_lake(dir, studies, seed).await;
+    cxrlake_pipeline::map::run(&lake, &defs, &Default::default())
+        .await
+        .expect("map");
+    cxrlake_pipeline::graph::run(&lake, &defs, &Default::default())
+        .await
+        .expect("graph");
+    let templates = cxrlake_templates::Templates::embedded(&defs).expect("templates");
+    cxrlake_pipeline::balance::run(&lake, &templates)
+        .await
+        .expect("balance");
+    cxrlake_pipeline::qa::run(&lake, &defs, &Default::default())
+        .await
+        .expect("qa");
+    (lake, defs)
+}

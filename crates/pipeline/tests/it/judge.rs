@@ -5,41 +5,16 @@
 
 use std::time::Duration;
 
-use cxrlake_lake::Lake;
 use cxrlake_llm::LlmConfig;
-use cxrlake_pipeline::graph::GraphOptions;
 use cxrlake_pipeline::judge::{JudgeBackend, JudgeOptions};
-use cxrlake_pipeline::map::MapOptions;
-use cxrlake_pipeline::qa::QaOptions;
-use cxrlake_refdefs::RefDefs;
-use cxrlake_templates::Templates;
 
-use crate::common::{localized_lake, number, strings};
+use crate::common::{number, qa_lake, strings};
 use crate::llm_server::{ExtractionServer, last_between};
-
-/// A lake through the qa stage.
-async fn qa_lake(dir: &std::path::Path, studies: usize) -> (Lake, RefDefs) {
-    let (lake, defs) = localized_lake(dir, studies, 11).await;
-    cxrlake_pipeline::map::run(&lake, &defs, &MapOptions::default())
-        .await
-        .expect("map");
-    cxrlake_pipeline::graph::run(&lake, &defs, &GraphOptions::default())
-        .await
-        .expect("graph");
-    let templates = Templates::embedded(&defs).expect("templates");
-    cxrlake_pipeline::balance::run(&lake, &templates)
-        .await
-        .expect("balance");
-    cxrlake_pipeline::qa::run(&lake, &defs, &QaOptions::default())
-        .await
-        .expect("qa");
-    (lake, defs)
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn heuristic_judge_and_grade() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (lake, _) = qa_lake(dir.path(), 24).await;
+    let (lake, _) = qa_lake(dir.path(), 24, 11).await;
     let questions = number(&lake, "SELECT count(*) FROM qa").await as usize;
     let options = JudgeOptions {
         chunk_patients: 7,
@@ -222,7 +197,7 @@ fn judge_answer(prompt: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn llm_judge_with_unparseable_answers() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (lake, _) = qa_lake(dir.path(), 6).await;
+    let (lake, _) = qa_lake(dir.path(), 6, 11).await;
     let server =
         ExtractionServer::start_answering(judge_answer, Duration::from_millis(0), usize::MAX).await;
     let mut config = LlmConfig::new(server.endpoint().parse().expect("url"), "judge-model");
