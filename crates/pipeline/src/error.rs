@@ -56,10 +56,10 @@ pub enum PipelineError {
     /// The LLM client cannot be set up (refused endpoint, bad configuration, missing key).
     #[error(transparent)]
     Llm(#[from] cxrlake_llm::LlmError),
-    /// Every LLM call of an extraction step failed; nothing was committed.
+    /// Every LLM call of a step (extract, judge) failed; the step committed nothing.
     #[error(
-        "every LLM call of step '{step}' failed ({calls} calls; first: {first}); no table was \
-         changed. Check that the server at --llm-endpoint is up and serves --model; answered \
+        "every LLM call of step '{step}' failed ({calls} calls; first: {first}); the step \
+         wrote nothing. Check that the server at --llm-endpoint is up and serves --model; answered \
          calls are cached, so a re-run resumes"
     )]
     LlmUnavailable {

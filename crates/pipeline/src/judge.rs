@@ -13,6 +13,7 @@
 //! A rerun judges nothing it has judged (a judgement with an error, e.g. a failed LLM call, is
 //! asked again; LLM answers are cached in `llm_calls`, so a resumed run sends no request twice).
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,6 +21,7 @@ use std::time::Instant;
 use cxrlake_judge::{Judge, JudgePrompts};
 use cxrlake_lake::{Lake, StageCommit};
 use cxrlake_llm::{CallStats, LlmClient, LlmConfig};
+use cxrlake_udfs::extract::CALL_FAILED;
 use cxrlake_udfs::judge::{HeuristicVerdictFunc, JudgeRequestsFunc, LlmVerdictFunc};
 use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
 use datafusion::arrow::compute::{cast, filter_record_batch};
@@ -275,11 +277,16 @@ pub async fn run(lake: &Lake, options: &JudgeOptions) -> Result<JudgeSummary> {
         _ => None,
     };
     let (functions, client) = functions(&judge, options, cache)?;
-    let lake_ctx = lake.session().await?;
+    // The qa stage's version: a grade run interrupted after some chunks leaves the newest
+    // version partial, and grade reads the source version too.
+    let source = crate::grade::source_version(lake).await?;
+    let lake_ctx = lake
+        .session_with(&HashMap::from([("qa".to_string(), source)]))
+        .await?;
     let questions = count(&lake_ctx, STAGE, "SELECT count(*) FROM qa").await?;
     let fingerprint = json!({
         "inputs": {
-            "qa": lake.table("qa").await?.version(),
+            "qa": source,
             "reports": lake.table("reports").await?.version(),
         },
         "judge": id,
@@ -339,6 +346,9 @@ pub async fn run(lake: &Lake, options: &JudgeOptions) -> Result<JudgeSummary> {
         if options.plan_only {
             continue;
         }
+        if client.is_some() {
+            refuse_if_every_call_failed(&verdicts)?;
+        }
         unusable += verdicts
             .iter()
             .filter_map(|b| b.column_by_name("error"))
@@ -377,4 +387,33 @@ pub async fn run(lake: &Lake, options: &JudgeOptions) -> Result<JudgeSummary> {
         llm: client.map(|c| c.stats()),
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// Fails when every verdict of a chunk is a failed LLM call: the endpoint is down or does not
+/// serve the model, and writing would only record failures (the calls are in `llm_calls`; a
+/// rerun asks them again).
+fn refuse_if_every_call_failed(verdicts: &[RecordBatch]) -> Result<()> {
+    let (mut rows, mut failed, mut first) = (0, 0, None);
+    for batch in verdicts {
+        let Some(errors) = batch.column_by_name("error") else {
+            continue;
+        };
+        let errors =
+            cast(errors, &DataType::Utf8).map_err(|e| PipelineError::query(STAGE, e.into()))?;
+        rows += errors.len();
+        for error in errors.as_string::<i32>().iter().flatten() {
+            if error.starts_with(CALL_FAILED) {
+                failed += 1;
+                first.get_or_insert_with(|| error.to_string());
+            }
+        }
+    }
+    match first {
+        Some(first) if failed == rows => Err(PipelineError::LlmUnavailable {
+            step: TABLE.to_string(),
+            calls: failed,
+            first,
+        }),
+        _ => Ok(()),
+    }
 }

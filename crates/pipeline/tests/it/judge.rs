@@ -198,6 +198,29 @@ fn judge_answer(prompt: &str) -> String {
 async fn llm_judge_with_unparseable_answers() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (lake, _) = qa_lake(dir.path(), 6, 11).await;
+    // A judge whose endpoint is down stops and writes nothing (nothing listens on the port of a
+    // server that was started and dropped).
+    let endpoint = ExtractionServer::start_answering(judge_answer, Duration::ZERO, usize::MAX)
+        .await
+        .endpoint();
+    let mut down = LlmConfig::new(endpoint.parse().expect("url"), "judge-model");
+    down.max_retries = 0;
+    let error = cxrlake_pipeline::judge::run(
+        &lake,
+        &JudgeOptions {
+            backend: JudgeBackend::Llm(Box::new(down)),
+            ..JudgeOptions::default()
+        },
+    )
+    .await
+    .expect_err("down")
+    .to_string();
+    assert!(
+        error.contains("every LLM call of step 'qa_judgements' failed"),
+        "{error}"
+    );
+    assert_eq!(number(&lake, "SELECT count(*) FROM qa_judgements").await, 0);
+
     let server =
         ExtractionServer::start_answering(judge_answer, Duration::from_millis(0), usize::MAX).await;
     let mut config = LlmConfig::new(server.endpoint().parse().expect("url"), "judge-model");
