@@ -35,7 +35,8 @@ async fn main() {
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
-    let stages = std::env::var("STAGES_BENCH_STAGES").unwrap_or_else(|_| "map,graph,qa,judge".into());
+    let stages =
+        std::env::var("STAGES_BENCH_STAGES").unwrap_or_else(|_| "map,graph,qa,judge".into());
     let runs = |stage: &str| stages.split(',').any(|s| s.trim() == stage);
     let studies: usize = std::env::var("STAGES_BENCH_STUDIES")
         .ok()
