@@ -116,10 +116,12 @@ WHERE r['indication_summary'] IS NOT NULL
 
 -- @table quarantine
 -- Outputs that could not be parsed (with the output) and calls that failed; earlier extract
--- rows are replaced, other stages' rows kept.
+-- rows are replaced, other stages' rows kept. A scoped run ($full false) replaces only the rows
+-- of the studies in extract_scope (the location starts with the study id).
 SELECT stage, source, location, reason, raw, recorded_at
 FROM quarantine
 WHERE stage <> 'extract'
+   OR (NOT $full AND split_part(location, '/', 1) NOT IN (SELECT study_id FROM extract_scope))
 UNION ALL
 SELECT 'extract', 'llm:sentences', study_id, r['error'], CAST(r['raw'] AS BYTEA), now()
 FROM extracted_sentences

@@ -34,8 +34,7 @@ LEFT JOIN (
     -- either).
     SELECT content_hash, levels
     FROM qa_judgements
-    WHERE judge = $judge
-      AND error IS NULL
+    WHERE error IS NULL
       AND content_hash IN (SELECT DISTINCT content_hash FROM requests)
 ) j ON j.content_hash = r.content_hash
 GROUP BY r.study_id, r.question_id

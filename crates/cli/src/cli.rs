@@ -85,8 +85,20 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
-    /// Show the lake, its format version and the last commit of every table
-    Status,
+    /// Show the lake, its format version, the last commit of every table and which stages are
+    /// stale for the given definitions, and why
+    Status {
+        /// The definitions to compare with [default: the embedded ones]
+        #[command(flatten)]
+        defs: DefinitionArgs,
+    },
+    /// Print what `cxrlake run` would recompute (stages, studies, QA pairs, LLM calls) and why,
+    /// without running anything
+    Plan {
+        /// The definitions to compare with [default: the embedded ones]
+        #[command(flatten)]
+        defs: DefinitionArgs,
+    },
     /// Write a synthetic MIMIC-format corpus (reports, JPG CSVs, ImaGenome boxes, CXAS masks,
     /// ground truth), deterministic for a seed
     Synth {
@@ -119,11 +131,15 @@ pub enum Command {
         #[arg(long, default_value_t = 10_000)]
         chunk_studies: usize,
     },
-    /// Run a pipeline stage over the lake (stage name = SQL file in sql/)
+    /// Run a pipeline stage over the lake (stage name = SQL file in sql/); without a stage, every
+    /// stage from localize to grade, recomputing only what changed since its last run
     Run {
-        /// The stage
+        /// The stage [default: all stages, incremental]
         #[arg(value_enum)]
-        stage: Stage,
+        stage: Option<Stage>,
+        /// Without a stage: rebuild every stage over all studies
+        #[arg(long)]
+        full: bool,
         /// localize: boxes smaller than this many square pixels are dropped
         #[arg(long, default_value_t = 16.0)]
         min_area: f64,
@@ -131,22 +147,9 @@ pub enum Command {
         /// 5000, graph 2000, qa 100]
         #[arg(long, value_name = "N")]
         chunk_patients: Option<usize>,
-        /// Reference definitions folder [default: the embedded definitions]
-        #[arg(long, value_name = "DIR")]
-        refdefs: Option<PathBuf>,
-        /// LLM backend options (extract)
+        /// The definitions the stages use
         #[command(flatten)]
-        llm: LlmArgs,
-        /// Embedder options (map)
-        #[command(flatten)]
-        embed: EmbedArgs,
-        /// QA templates folder (balance, qa) [default: the embedded templates/]
-        #[arg(long, value_name = "DIR")]
-        templates: Option<PathBuf>,
-        /// Judge prompts folder (judge, grade with an LLM judge) [default: the embedded
-        /// prompts/judge/]
-        #[arg(long, value_name = "DIR")]
-        judge_prompts: Option<PathBuf>,
+        defs: DefinitionArgs,
         /// judge: count the criterion requests and the distinct inputs a judge would rate,
         /// without judging or writing anything
         #[arg(long)]
@@ -316,7 +319,25 @@ impl Cli {
                 lake.require_initialized().await?;
                 sql(&lake, query, *format, file.as_deref(), out).await
             }
-            Command::Status => status(&lake, out).await,
+            Command::Status { defs } => {
+                status(&lake, out).await?;
+                if lake.marker().await?.is_some() {
+                    let (refdefs, options) = defs.pipeline_options(&lake, self.quiet)?;
+                    let plan =
+                        cxrlake_pipeline::incremental::plan(&lake, &refdefs, &options).await?;
+                    say(out, format_args!("stages (for these definitions):"))?;
+                    for line in plan.to_string().lines() {
+                        say(out, format_args!("  {line}"))?;
+                    }
+                }
+                Ok(())
+            }
+            Command::Plan { defs } => {
+                lake.require_initialized().await?;
+                let (refdefs, options) = defs.pipeline_options(&lake, self.quiet)?;
+                let plan = cxrlake_pipeline::incremental::plan(&lake, &refdefs, &options).await?;
+                say(out, format_args!("{plan}"))
+            }
             Command::Refdefs { command } => command.run(&lake, out).await,
             Command::Ingest {
                 inputs,
@@ -339,16 +360,50 @@ impl Cli {
             }
             Command::Run {
                 stage,
+                full,
                 min_area,
                 chunk_patients,
-                refdefs,
-                llm,
-                embed,
-                templates,
-                judge_prompts,
+                defs: definitions,
                 plan,
             } => {
                 lake.require_initialized().await?;
+                let DefinitionArgs {
+                    refdefs,
+                    llm,
+                    embed,
+                    templates,
+                    judge_prompts,
+                } = definitions;
+                let Some(stage) = stage else {
+                    if *plan {
+                        return Err(CliError::Usage(
+                            "--plan is a flag of `cxrlake run judge`; `cxrlake plan` shows what \
+                             `cxrlake run` would recompute"
+                                .into(),
+                        ));
+                    }
+                    let (refdefs, mut options) = definitions.pipeline_options(&lake, self.quiet)?;
+                    options.full = *full;
+                    options.localize.min_area = *min_area;
+                    if let Some(n) = chunk_patients {
+                        options.localize.chunk_patients = *n;
+                        options.map.chunk_patients = *n;
+                        options.graph.chunk_patients = *n;
+                        options.qa.chunk_patients = *n;
+                        options.judge.chunk_patients = *n;
+                    }
+                    crate::refdefs::load_into_lake(&lake, &refdefs).await?;
+                    let record =
+                        cxrlake_pipeline::incremental::run(&lake, &refdefs, &options).await?;
+                    return say(out, format_args!("{record}"));
+                };
+                if *full {
+                    return Err(CliError::Usage(
+                        "--full rebuilds all stages: use it without a stage (`cxrlake run \
+                         --full`); a single stage always runs over all studies"
+                            .into(),
+                    ));
+                }
                 if *plan && *stage != Stage::Judge {
                     return Err(CliError::Usage(
                         "--plan is a flag of `cxrlake run judge`".into(),
@@ -360,6 +415,7 @@ impl Cli {
                     ));
                 }
                 let defs = crate::refdefs::load_defs(refdefs.as_deref())?;
+                cxrlake_pipeline::incremental::remember_refdefs(&lake, &defs).await?;
                 let qa_options = cxrlake_pipeline::qa::QaOptions {
                     chunk_patients: chunk_patients.unwrap_or(100),
                     templates: templates.clone(),
@@ -1101,6 +1157,56 @@ impl LlmArgs {
             progress,
             ..JudgeOptions::default()
         })
+    }
+}
+
+/// The definitions a run uses: reference definitions, templates, judge prompts, LLM backend and
+/// embedder.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct DefinitionArgs {
+    /// Reference definitions folder [default: the embedded definitions]
+    #[arg(long, value_name = "DIR")]
+    pub refdefs: Option<PathBuf>,
+    /// LLM backend options (extract; judge and grade)
+    #[command(flatten)]
+    pub llm: LlmArgs,
+    /// Embedder options (map)
+    #[command(flatten)]
+    pub embed: EmbedArgs,
+    /// QA templates folder (balance, qa) [default: the embedded templates/]
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// Judge prompts folder (judge, grade with an LLM judge) [default: the embedded
+    /// prompts/judge/]
+    #[arg(long, value_name = "DIR")]
+    pub judge_prompts: Option<PathBuf>,
+}
+
+impl DefinitionArgs {
+    /// The definitions and every stage's options these flags and the lake's settings ask for.
+    fn pipeline_options(
+        &self,
+        lake: &Lake,
+        quiet: bool,
+    ) -> Result<(
+        cxrlake_refdefs::RefDefs,
+        cxrlake_pipeline::incremental::PipelineOptions,
+    )> {
+        let defs = crate::refdefs::load_defs(self.refdefs.as_deref())?;
+        let settings = lake.settings();
+        let mut judge = self.llm.judge_options(settings, !quiet)?;
+        judge.prompts = self.judge_prompts.clone();
+        let options = cxrlake_pipeline::incremental::PipelineOptions {
+            extract: self.llm.extract_options(settings, !quiet)?,
+            map: self.embed.map_options(settings)?,
+            qa: cxrlake_pipeline::qa::QaOptions {
+                templates: self.templates.clone(),
+                ..Default::default()
+            },
+            judge,
+            ..Default::default()
+        };
+        Ok((defs, options))
     }
 }
 

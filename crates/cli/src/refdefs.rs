@@ -67,6 +67,8 @@ pub fn load_defs(dir: Option<&Path>) -> Result<RefDefs> {
 /// Writes the definitions into the `ref_*` tables unless the lake already has this fingerprint.
 /// Returns whether anything was written.
 pub async fn load_into_lake(lake: &Lake, defs: &RefDefs) -> Result<bool> {
+    // Kept by fingerprint, so that `cxrlake run` can diff a later edit against them.
+    cxrlake_pipeline::incremental::remember_refdefs(lake, defs).await?;
     let fingerprint = json!({ "refdefs": defs.fingerprint() });
     let mut wrote = false;
     for (table, batch) in defs.to_record_batches()? {

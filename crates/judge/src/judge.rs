@@ -30,7 +30,7 @@ pub struct Request {
     pub criterion: Criterion,
     /// Exactly what the judge reads: the rendered prompt (LLM) or the heuristic's input.
     pub input: String,
-    /// `sha256(judge id, criterion, input)`, 32 hex digits: equal inputs, one verdict.
+    /// `sha256(judge cache id, criterion, input)`, 32 hex digits: equal inputs, one verdict.
     pub content_hash: String,
 }
 
@@ -46,7 +46,17 @@ impl Judge {
         }
     }
 
-    /// The request of `item` for `criterion` under the judge `id` (its [`Judge::id`]).
+    /// What content hashes are keyed by: `heuristic-1`, or `llm:<model>` (the rendered prompt is
+    /// part of the input, so editing one criterion's prompt re-judges that criterion only).
+    pub fn cache_id(&self) -> String {
+        match self {
+            Judge::Heuristic => HEURISTIC_JUDGE.to_string(),
+            Judge::Llm { model, .. } => format!("llm:{model}"),
+        }
+    }
+
+    /// The request of `item` for `criterion` under the cache identity `id` (its
+    /// [`Judge::cache_id`]).
     pub fn request(&self, id: &str, criterion: Criterion, item: &QaItem<'_>) -> Request {
         let input = match self {
             Judge::Heuristic => heuristic::input(criterion, item),

@@ -117,6 +117,23 @@ impl Lake {
         }
     }
 
+    /// Stores `bytes` under `_cxrlake/<name>` (e.g. the definition sources a stage used).
+    pub async fn put_meta(&self, name: &str, bytes: Vec<u8>) -> Result<()> {
+        let path = self.root_path.clone().join(META_DIR).join(name);
+        self.store.put(&path, PutPayload::from(bytes)).await?;
+        Ok(())
+    }
+
+    /// The bytes stored by [`Lake::put_meta`], `None` when there are none.
+    pub async fn get_meta(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        let path = self.root_path.clone().join(META_DIR).join(name);
+        match self.store.get(&path).await {
+            Ok(found) => Ok(Some(found.bytes().await?.to_vec())),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(err) => Err(err.into()),
+        }
+    }
+
     /// Fails with a hint to run `cxrlake init` when the lake does not exist.
     pub async fn require_initialized(&self) -> Result<LakeMarker> {
         self.marker()

@@ -23,6 +23,7 @@ use serde_json::json;
 
 use crate::error::{PipelineError, Result};
 use crate::llm_calls::LakeCache;
+use crate::scope::Scope;
 pub use crate::stage::Statement;
 use crate::stage::{conform, count, register, run_statement, sql_hash};
 
@@ -120,6 +121,21 @@ fn throughput(reports: usize, seconds: f64) -> String {
     }
 }
 
+/// The `extractor` value the options write: `rules-<version>` or
+/// `llm:<model>@prompts-<version>`.
+pub fn extractor_id(options: &ExtractOptions) -> String {
+    match &options.backend {
+        Backend::Rules => RULES_VERSION.to_string(),
+        Backend::Llm(config) => {
+            let version = options.prompts.as_ref().map_or_else(
+                || Prompts::embedded().version().to_string(),
+                |p| p.version().to_string(),
+            );
+            format!("llm:{}@prompts-{version}", config.model)
+        }
+    }
+}
+
 /// Splits a stage SQL file into its `-- @step` / `-- @table` statements.
 pub fn statements(sql: &str) -> Result<Vec<Statement>> {
     crate::stage::statements(STAGE, sql)
@@ -127,12 +143,55 @@ pub fn statements(sql: &str) -> Result<Vec<Statement>> {
 
 /// Runs the stage over every report and replaces its tables.
 pub async fn run(lake: &Lake, defs: &RefDefs, options: &ExtractOptions) -> Result<ExtractSummary> {
+    Ok(run_scoped(lake, defs, options, &Scope::All, false).await?.0)
+}
+
+/// Runs the stage over the reports of `scope`'s studies and replaces their rows; returns the
+/// studies whose sentences, observations or indications changed (with `detect`, else the
+/// scope).
+pub async fn run_scoped(
+    lake: &Lake,
+    defs: &RefDefs,
+    options: &ExtractOptions,
+    scope: &Scope,
+    detect: bool,
+) -> Result<(ExtractSummary, Scope)> {
     let started = Instant::now();
+    let lake_ctx = lake.session().await?;
     let ctx = lake.session().await?;
-    let (functions, extractor, client, prompts_version) = match &options.backend {
+    if let Some(filter) = crate::scope::study_filter(scope) {
+        let reports = ctx
+            .table("reports")
+            .await
+            .and_then(|f| f.filter(filter))
+            .map_err(|e| PipelineError::query(STAGE, e))?;
+        ctx.deregister_table("reports")
+            .map_err(|e| PipelineError::query(STAGE, e))?;
+        ctx.register_table("reports", reports.into_view())
+            .map_err(|e| PipelineError::query(STAGE, e))?;
+    }
+    let ids = scope
+        .studies()
+        .map(|s| s.iter().cloned().collect::<Vec<_>>());
+    let scope_schema = Arc::new(datafusion::arrow::datatypes::Schema::new(vec![
+        datafusion::arrow::datatypes::Field::new(
+            "study_id",
+            datafusion::arrow::datatypes::DataType::Utf8,
+            false,
+        ),
+    ]));
+    let scope_batch = RecordBatch::try_new(
+        scope_schema.clone(),
+        vec![Arc::new(datafusion::arrow::array::StringArray::from(
+            ids.clone().unwrap_or_default(),
+        ))],
+    )
+    .map_err(|e| PipelineError::query(STAGE, e.into()))?;
+    register(&ctx, STAGE, "extract_scope", scope_schema, &[scope_batch])?;
+    let extractor = extractor_id(options);
+    let (functions, client, prompts_version) = match &options.backend {
         Backend::Rules => (
             rules_functions(&Arc::new(RulesExtractor::new(defs)), Naming::Step),
-            RULES_VERSION.to_string(),
             None,
             None,
         ),
@@ -145,10 +204,8 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &ExtractOptions) -> Resul
                     .with_prompt_version(prompts.version())
                     .with_progress(options.progress),
             );
-            let extractor = format!("llm:{}@prompts-{}", config.model, prompts.version());
             (
                 llm_functions(&client, &prompts, Naming::Step),
-                extractor,
                 Some(client),
                 Some(prompts.version().to_string()),
             )
@@ -171,7 +228,10 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &ExtractOptions) -> Resul
     let mut outputs = Vec::new();
     let mut failures = 0;
     for statement in statements(SQL)? {
-        let params = [("extractor", ScalarValue::from(extractor.as_str()))];
+        let params = [
+            ("extractor", ScalarValue::from(extractor.as_str())),
+            ("full", ScalarValue::from(scope.is_all())),
+        ];
         let (schema, batches) = run_statement(&ctx, STAGE, &statement, &params).await?;
         if client.is_some() {
             refuse_if_every_call_failed(&statement.name, &batches)?;
@@ -195,6 +255,7 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &ExtractOptions) -> Resul
         outputs.push((table, batches));
     }
     let mut rows = Vec::new();
+    let mut changed = std::collections::BTreeSet::new();
     for (table, batches) in outputs {
         let rows_written: usize = batches.iter().map(RecordBatch::num_rows).sum();
         let mut batches = batches
@@ -202,28 +263,50 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &ExtractOptions) -> Resul
             .filter(|b| b.num_rows() > 0)
             .map(|b| conform(STAGE, table.name, b))
             .collect::<Result<Vec<_>>>()?;
+        let per_study = table.replace_by == Some("study_id");
+        if detect && per_study {
+            let old = crate::scope::table_digests(&lake_ctx, STAGE, table.name, scope).await?;
+            let mut new = crate::scope::Digests::new();
+            crate::scope::digest(STAGE, &batches, &mut new)?;
+            changed.extend(crate::scope::changed(&old, &new));
+        }
         if batches.is_empty() {
             batches.push(RecordBatch::new_empty((table.schema)()));
         }
         let commit = StageCommit::new(STAGE)
             .with_fingerprint(fingerprint.clone())
-            .with_metrics(json!({ "reports": report_count, "rows": rows_written }));
-        lake.write(table.name)
-            .overwrite()
-            .commit(commit)
-            .execute(batches)
-            .await?;
+            .with_metrics(json!({
+                "reports": report_count,
+                "rows": rows_written,
+                "changed": match (&ids, detect) {
+                    (_, true) => json!(changed),
+                    (Some(ids), false) => json!(ids),
+                    (None, false) => json!("all"),
+                },
+            }));
+        let write = lake.write(table.name).commit(commit);
+        let write = match &ids {
+            Some(ids) if per_study => write.replace_studies(ids.clone()),
+            _ => write.overwrite(),
+        };
+        write.execute(batches).await?;
         rows.push((table.name.to_string(), rows_written));
     }
     let llm = client.as_ref().map(|client| client.stats());
-    Ok(ExtractSummary {
+    let summary = ExtractSummary {
         extractor,
         reports: report_count,
         rows,
         failures,
         llm,
         seconds: started.elapsed().as_secs_f64(),
-    })
+    };
+    let changed = if detect {
+        Scope::Studies(changed)
+    } else {
+        scope.clone()
+    };
+    Ok((summary, changed))
 }
 
 /// Fails when every row of a step's result (`r.error`) is a failed LLM call: the endpoint is down

@@ -22,6 +22,7 @@ use serde_json::json;
 
 use crate::error::{PipelineError, Result};
 use crate::judge::JudgeOptions;
+use crate::scope::Scope;
 use crate::stage::{ChunkedStage, collect, sql_hash};
 
 /// Stage name (= SQL file name = module name).
@@ -133,6 +134,16 @@ pub async fn rating_counts(lake: &Lake) -> Result<Vec<(String, usize)>> {
 
 /// Runs the stage with the verdicts of the judge `options` names and rewrites `qa`.
 pub async fn run(lake: &Lake, options: &JudgeOptions) -> Result<GradeSummary> {
+    Ok(run_scoped(lake, options, &Scope::All).await?.0)
+}
+
+/// Grades the QA pairs of `scope`'s studies and replaces their rows; returns the studies whose
+/// rows changed (a scoped run detects them; a full run names all).
+pub async fn run_scoped(
+    lake: &Lake,
+    options: &JudgeOptions,
+    scope: &Scope,
+) -> Result<(GradeSummary, Scope)> {
     let started = Instant::now();
     let judge = options.judge()?;
     let id = judge.id();
@@ -161,13 +172,18 @@ pub async fn run(lake: &Lake, options: &JudgeOptions) -> Result<GradeSummary> {
         "sql": sql_hash(SQL),
         "code": env!("CARGO_PKG_VERSION"),
     });
-    let (rows, version) = stage.run_on(lake, &lake_ctx, &fingerprint).await?;
-    Ok(GradeSummary {
+    let detect = !scope.is_all();
+    let run = stage
+        .run_scoped(lake, &lake_ctx, &fingerprint, scope, detect)
+        .await?;
+    let (rows, version) = (run.rows, run.version);
+    let summary = GradeSummary {
         judge: id,
         questions: rows.iter().map(|(_, n)| n).sum(),
         ratings: rating_counts(lake).await?,
         source_version: source,
         version,
         seconds: started.elapsed().as_secs_f64(),
-    })
+    };
+    Ok((summary, run.changed))
 }

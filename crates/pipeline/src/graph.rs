@@ -15,6 +15,7 @@ use datafusion::scalar::ScalarValue;
 use serde_json::json;
 
 use crate::error::Result;
+use crate::scope::Scope;
 use crate::stage::{ChunkedStage, count, sql_hash};
 
 /// Stage name (= SQL file name = module name).
@@ -75,6 +76,18 @@ impl std::fmt::Display for GraphSummary {
 
 /// Runs the stage over the whole lake and replaces `scene_graphs`.
 pub async fn run(lake: &Lake, defs: &RefDefs, options: &GraphOptions) -> Result<GraphSummary> {
+    Ok(run_scoped(lake, defs, options, &Scope::All, false).await?.0)
+}
+
+/// Runs the stage over `scope`'s studies and replaces their scene graphs; returns the studies
+/// whose scene graphs changed (with `detect`, else the scope).
+pub async fn run_scoped(
+    lake: &Lake,
+    defs: &RefDefs,
+    options: &GraphOptions,
+    scope: &Scope,
+    detect: bool,
+) -> Result<(GraphSummary, Scope)> {
     let started = Instant::now();
     let reference = Arc::new(Reference::new(defs));
     let stage = ChunkedStage {
@@ -94,13 +107,18 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &GraphOptions) -> Result<
         "sql": sql_hash(SQL),
         "code": env!("CARGO_PKG_VERSION"),
     });
-    let (rows, version) = stage.run(lake, &fingerprint).await?;
+    let lake_ctx = lake.session().await?;
+    let run = stage
+        .run_scoped(lake, &lake_ctx, &fingerprint, scope, detect)
+        .await?;
+    let (rows, version) = (run.rows, run.version);
     let ctx = lake.session().await?;
     let observations = count(&ctx, STAGE, "SELECT count(*) FROM observations").await?;
-    Ok(GraphSummary {
+    let summary = GraphSummary {
         studies: rows.iter().map(|(_, n)| n).sum(),
         observations,
         version,
         seconds: started.elapsed().as_secs_f64(),
-    })
+    };
+    Ok((summary, run.changed))
 }

@@ -34,9 +34,10 @@ use serde_json::json;
 
 use crate::error::{PipelineError, Result};
 use crate::llm_calls::LakeCache;
+use crate::scope::Scope;
 use crate::stage::{
-    chunk_context, collect, conform, count, patient_ranges, register, run_statement, sql_hash,
-    statements,
+    Rows, chunk_context, collect, conform, count, patient_ranges, register, run_statement,
+    sql_hash, statements,
 };
 
 /// Stage name (= SQL file name = module name).
@@ -179,12 +180,9 @@ impl Judged {
         )]))
     }
 
-    /// The hashes `judge` rated without error.
-    async fn read(ctx: &SessionContext, judge: &str) -> Result<Self> {
-        let sql = format!(
-            "SELECT content_hash FROM {TABLE} WHERE judge = '{}' AND error IS NULL",
-            judge.replace('\'', "''")
-        );
+    /// The hashes rated without error (a content hash includes the judge's cache identity).
+    async fn read(ctx: &SessionContext) -> Result<Self> {
+        let sql = format!("SELECT content_hash FROM {TABLE} WHERE error IS NULL");
         let mut judged = Judged {
             batches: Vec::new(),
         };
@@ -267,6 +265,15 @@ fn functions(
 
 /// Runs the stage over every QA pair; appends the new verdicts to `qa_judgements`.
 pub async fn run(lake: &Lake, options: &JudgeOptions) -> Result<JudgeSummary> {
+    run_scoped(lake, options, &Scope::All).await
+}
+
+/// Runs the stage over the QA pairs of `scope`'s studies.
+pub async fn run_scoped(
+    lake: &Lake,
+    options: &JudgeOptions,
+    scope: &Scope,
+) -> Result<JudgeSummary> {
     let started = Instant::now();
     let judge = options.judge()?;
     let id = judge.id();
@@ -283,7 +290,23 @@ pub async fn run(lake: &Lake, options: &JudgeOptions) -> Result<JudgeSummary> {
     let lake_ctx = lake
         .session_with(&HashMap::from([("qa".to_string(), source)]))
         .await?;
-    let questions = count(&lake_ctx, STAGE, "SELECT count(*) FROM qa").await?;
+    let questions = match scope.studies() {
+        None => count(&lake_ctx, STAGE, "SELECT count(*) FROM qa").await?,
+        Some(ids) => {
+            let frame = lake_ctx
+                .table("qa")
+                .await
+                .map_err(|e| PipelineError::query(STAGE, e))?;
+            let ids = ids.iter().map(datafusion::prelude::lit).collect();
+            frame
+                .filter(datafusion::prelude::col("study_id").in_list(ids, false))
+                .and_then(|f| f.select_columns(&["study_id"]))
+                .map_err(|e| PipelineError::query(STAGE, e))?
+                .count()
+                .await
+                .map_err(|e| PipelineError::query(STAGE, e))?
+        }
+    };
     let fingerprint = json!({
         "inputs": {
             "qa": source,
@@ -294,19 +317,29 @@ pub async fn run(lake: &Lake, options: &JudgeOptions) -> Result<JudgeSummary> {
         "code": env!("CARGO_PKG_VERSION"),
     });
     let statements = statements(STAGE, SQL)?;
-    let mut judged = Judged::read(&lake_ctx, &id).await?;
-    let ranges = patient_ranges(&lake_ctx, STAGE, "qa", options.chunk_patients).await?;
+    let mut judged = Judged::read(&lake_ctx).await?;
+    let chunks: Vec<Vec<String>> = match scope.studies() {
+        None => patient_ranges(&lake_ctx, STAGE, "qa", options.chunk_patients)
+            .await?
+            .into_iter()
+            .map(|(first, last)| vec![first, last])
+            .collect(),
+        Some(ids) => ids
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .chunks(options.chunk_patients.saturating_mul(3).max(1))
+            .map(<[String]>::to_vec)
+            .collect(),
+    };
     let params = [("judge", ScalarValue::from(id.as_str()))];
     let (mut requests, mut new, mut unusable) = (0, 0, 0);
-    for (chunk, (first, last)) in ranges.iter().enumerate() {
-        let ctx = chunk_context(
-            &lake_ctx,
-            STAGE,
-            &INPUTS,
-            Some((first.as_str(), last.as_str())),
-            &functions,
-        )
-        .await?;
+    for (chunk, rows) in chunks.iter().enumerate() {
+        let rows = match scope {
+            Scope::All => Rows::Patients(&rows[0], &rows[1]),
+            Scope::Studies(_) => Rows::Studies(rows),
+        };
+        let ctx = chunk_context(&lake_ctx, STAGE, &INPUTS, rows, &functions).await?;
         register(&ctx, STAGE, "judged", Judged::schema(), &judged.batches)?;
         let mut verdicts = Vec::new();
         for statement in &statements {
@@ -369,7 +402,7 @@ pub async fn run(lake: &Lake, options: &JudgeOptions) -> Result<JudgeSummary> {
             .with_metrics(json!({
                 "rows": rows,
                 "chunk": chunk + 1,
-                "chunks": ranges.len(),
+                "chunks": chunks.len(),
             }));
         lake.write(TABLE)
             .append()

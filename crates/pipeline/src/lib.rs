@@ -8,12 +8,15 @@ pub mod evaluate;
 pub mod extract;
 pub mod grade;
 pub mod graph;
+pub mod incremental;
 pub mod judge;
 mod llm_calls;
 pub mod localize;
 pub mod map;
 pub mod qa;
+pub mod scope;
 mod stage;
 
 pub use error::{PipelineError, Result};
 pub use llm_calls::LakeCache;
+pub use scope::Scope;

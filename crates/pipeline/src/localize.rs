@@ -4,22 +4,19 @@
 //! The SQL runs once per chunk of patients (the inputs are views filtered to a `patient_id`
 //! range, which Delta file statistics prune because ingest writes in patient order), so memory
 //! is bounded by the chunk, not the lake: all of MIMIC's CXAS masks are ~100 GB of RLE. The
-//! first chunk overwrites `region_boxes`, the others append; every commit carries the same
-//! fingerprint and `chunk`/`chunks` metrics, so an interrupted run is visible and a rerun
-//! replaces it.
+//! first chunk overwrites `region_boxes`, the others append ([`crate::stage::ChunkedStage`]).
 
 use std::time::Instant;
 
-use cxrlake_lake::{Lake, StageCommit};
+use cxrlake_lake::Lake;
 use cxrlake_refdefs::RefDefs;
 use cxrlake_udfs::localize::LocalizeRegionsFunc;
-use datafusion::arrow::array::RecordBatch;
 use datafusion::logical_expr::ScalarUDF;
-use datafusion::prelude::SessionContext;
 use serde_json::json;
 
 use crate::error::Result;
-use crate::stage::{chunk_context, collect, conform, count, patient_ranges, sql_hash};
+use crate::scope::Scope;
+use crate::stage::{ChunkedStage, count, sql_hash};
 
 /// Stage name (= SQL file name = module name).
 pub const STAGE: &str = "localize";
@@ -80,76 +77,47 @@ pub async fn run(
     defs: &RefDefs,
     options: &LocalizeOptions,
 ) -> Result<LocalizeSummary> {
+    Ok(run_scoped(lake, defs, options, &Scope::All, false).await?.0)
+}
+
+/// Runs the stage over `scope`'s studies and replaces their rows; returns the studies whose
+/// boxes changed (with `detect`, else the scope).
+pub async fn run_scoped(
+    lake: &Lake,
+    defs: &RefDefs,
+    options: &LocalizeOptions,
+    scope: &Scope,
+    detect: bool,
+) -> Result<(LocalizeSummary, Scope)> {
     let started = Instant::now();
     let ctx = lake.session().await?;
     let images = count(&ctx, STAGE, "SELECT count(*) FROM images").await?;
-    let patients = patient_ranges(&ctx, STAGE, "images", options.chunk_patients).await?;
-    let mut inputs = serde_json::Map::new();
-    for table in INPUTS {
-        let version = lake.table(table).await?.version();
-        inputs.insert(table.to_string(), json!(version));
-    }
+    let stage = ChunkedStage {
+        stage: STAGE,
+        sql: SQL,
+        inputs: &INPUTS,
+        functions: vec![ScalarUDF::from(LocalizeRegionsFunc::new(
+            defs,
+            options.min_area,
+        ))],
+        params: Vec::new(),
+        chunk_patients: options.chunk_patients,
+    };
     let fingerprint = json!({
-        "inputs": inputs,
+        "inputs": stage.input_versions(lake).await?,
         "refdefs": defs.fingerprint(),
         "min_area": options.min_area,
         "sql": sql_hash(SQL),
         "code": env!("CARGO_PKG_VERSION"),
     });
-    let udf = ScalarUDF::from(LocalizeRegionsFunc::new(defs, options.min_area));
-    let chunks = patients.len().max(1);
-    let (mut rows, mut version) = (0, 0);
-    for chunk in 0..chunks {
-        let batches = match patients.get(chunk) {
-            Some((first, last)) => localize_chunk(&ctx, &udf, first, last).await?,
-            None => Vec::new(),
-        };
-        let batches = if batches.is_empty() {
-            vec![RecordBatch::new_empty(
-                (cxrlake_schemas::pipeline::region_boxes)(),
-            )]
-        } else {
-            batches
-        };
-        let chunk_rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
-        rows += chunk_rows;
-        let commit = StageCommit::new(STAGE)
-            .with_fingerprint(fingerprint.clone())
-            .with_metrics(json!({
-                "images": images,
-                "rows": chunk_rows,
-                "chunk": chunk + 1,
-                "chunks": chunks,
-            }));
-        let write = lake.write("region_boxes").commit(commit);
-        let write = if chunk == 0 {
-            write.overwrite()
-        } else {
-            write.append()
-        };
-        version = write.execute(batches).await?;
-    }
-    Ok(LocalizeSummary {
+    let run = stage
+        .run_scoped(lake, &ctx, &fingerprint, scope, detect)
+        .await?;
+    let summary = LocalizeSummary {
         images,
-        rows,
-        version,
+        rows: run.rows.iter().map(|(_, n)| n).sum(),
+        version: run.version,
         seconds: started.elapsed().as_secs_f64(),
-    })
-}
-
-/// Runs the stage SQL over the patients `first..=last`.
-async fn localize_chunk(
-    lake_ctx: &SessionContext,
-    udf: &ScalarUDF,
-    first: &str,
-    last: &str,
-) -> Result<Vec<RecordBatch>> {
-    let functions = [udf.clone()];
-    let ctx = chunk_context(lake_ctx, STAGE, &INPUTS, Some((first, last)), &functions).await?;
-    let batches = collect(&ctx, STAGE, SQL).await?;
-    batches
-        .iter()
-        .filter(|b| b.num_rows() > 0)
-        .map(|b| conform(STAGE, "region_boxes", b))
-        .collect()
+    };
+    Ok((summary, run.changed))
 }

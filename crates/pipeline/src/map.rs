@@ -26,6 +26,7 @@ use serde_json::json;
 use sha2::Digest;
 
 use crate::error::{PipelineError, Result};
+use crate::scope::Scope;
 use crate::stage::{ChunkedStage, collect, count, first_column_strings, sql_hash};
 
 /// Stage name (= SQL file name = module name).
@@ -138,35 +139,53 @@ impl std::fmt::Display for MapSummary {
     }
 }
 
-/// The distinct texts the mapping will embed (model embedders only), including the
+/// Every text the mapping matches, by study: the tags of the raw observations and the
 /// (region, entity part) pairs `map_observations` tries.
-const TEXTS_SQL: &str = "
-SELECT DISTINCT text FROM (
-    SELECT entity AS text FROM observations_raw
-    UNION ALL SELECT name FROM observations_raw
-    UNION ALL SELECT summary_sentence FROM observations_raw
-    UNION ALL SELECT probability FROM observations_raw
-    UNION ALL SELECT change FROM observations_raw
-    UNION ALL SELECT unnest(regions) FROM observations_raw
-    UNION ALL SELECT unnest(modifiers) FROM observations_raw
-    UNION ALL SELECT trim(region) || ' ' || trim(part) FROM (
-        SELECT region, unnest(parts) AS part FROM (
-            SELECT unnest(regions) AS region,
+pub(crate) const TEXTS_BY_STUDY_SQL: &str = "
+SELECT study_id, text FROM (
+    SELECT study_id, entity AS text FROM observations_raw
+    UNION ALL SELECT study_id, name FROM observations_raw
+    UNION ALL SELECT study_id, summary_sentence FROM observations_raw
+    UNION ALL SELECT study_id, probability FROM observations_raw
+    UNION ALL SELECT study_id, change FROM observations_raw
+    UNION ALL SELECT study_id, unnest(regions) FROM observations_raw
+    UNION ALL SELECT study_id, unnest(modifiers) FROM observations_raw
+    UNION ALL SELECT study_id, trim(region) || ' ' || trim(part) FROM (
+        SELECT study_id, region, unnest(parts) AS part FROM (
+            SELECT study_id,
+                   unnest(regions) AS region,
                    string_to_array(regexp_replace(entity, ' and |;|/', ',', 'g'), ',') AS parts
             FROM observations_raw
         )
     )
 ) WHERE text IS NOT NULL AND text <> ''";
 
+/// The distinct texts the mapping matches (a model embedder embeds them up front).
+pub(crate) fn texts_sql() -> String {
+    format!("SELECT DISTINCT text FROM ({TEXTS_BY_STUDY_SQL})")
+}
+
 /// Runs the stage over the whole lake and replaces `observations`.
 pub async fn run(lake: &Lake, defs: &RefDefs, options: &MapOptions) -> Result<MapSummary> {
+    Ok(run_scoped(lake, defs, options, &Scope::All, false).await?.0)
+}
+
+/// Runs the stage over `scope`'s studies and replaces their rows; returns the studies whose
+/// observations changed (with `detect`, else the scope).
+pub async fn run_scoped(
+    lake: &Lake,
+    defs: &RefDefs,
+    options: &MapOptions,
+    scope: &Scope,
+    detect: bool,
+) -> Result<(MapSummary, Scope)> {
     let started = Instant::now();
     let ctx = lake.session().await?;
     let embedder = options.embedder.load()?;
     let mut texts = Vec::new();
     let mut preloaded = HashMap::new();
     if !embedder.is_cheap() {
-        texts = first_column_strings(STAGE, &collect(&ctx, STAGE, TEXTS_SQL).await?)?;
+        texts = first_column_strings(STAGE, &collect(&ctx, STAGE, &texts_sql()).await?)?;
         texts.extend(ConceptIndex::reference_texts(defs));
         preloaded = read_cache(&ctx, embedder.id(), &texts).await?;
     }
@@ -199,19 +218,23 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &MapOptions) -> Result<Ma
         "sql": sql_hash(SQL),
         "code": env!("CARGO_PKG_VERSION"),
     });
-    let (rows, _) = stage.run(lake, &fingerprint).await?;
+    let run = stage
+        .run_scoped(lake, &ctx, &fingerprint, scope, detect)
+        .await?;
+    let rows = run.rows;
     let computed = concepts.computed_vectors();
     if !computed.is_empty() {
         write_cache(lake, embedder.id(), &computed).await?;
     }
-    Ok(MapSummary {
+    let summary = MapSummary {
         embedder: embedder.id().to_string(),
         raw_observations,
         observations: rows.iter().map(|(_, n)| n).sum(),
         embedded: computed.len(),
         cached,
         seconds: started.elapsed().as_secs_f64(),
-    })
+    };
+    Ok((summary, run.changed))
 }
 
 fn text_hash(text: &str) -> String {

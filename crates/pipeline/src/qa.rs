@@ -19,6 +19,7 @@ use datafusion::logical_expr::ScalarUDF;
 use serde_json::json;
 
 use crate::error::{PipelineError, Result};
+use crate::scope::Scope;
 use crate::stage::{ChunkedStage, collect, sql_hash};
 
 /// Stage name (= SQL file name = module name).
@@ -137,6 +138,18 @@ fn utf8(array: &ArrayRef) -> Result<ArrayRef> {
 
 /// Runs the stage over the whole lake and replaces `qa`.
 pub async fn run(lake: &Lake, defs: &RefDefs, options: &QaOptions) -> Result<QaSummary> {
+    Ok(run_scoped(lake, defs, options, &Scope::All, false).await?.0)
+}
+
+/// Runs the stage over `scope`'s studies and replaces their QA pairs; returns the studies whose
+/// QA pairs changed (with `detect`, else the scope).
+pub async fn run_scoped(
+    lake: &Lake,
+    defs: &RefDefs,
+    options: &QaOptions,
+    scope: &Scope,
+    detect: bool,
+) -> Result<(QaSummary, Scope)> {
     let started = Instant::now();
     let templates = options.load_templates(defs)?;
     let version = templates.version().to_string();
@@ -172,12 +185,15 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &QaOptions) -> Result<QaS
         "sql": sql_hash(SQL),
         "code": env!("CARGO_PKG_VERSION"),
     });
-    let (rows, table_version) = stage.run(lake, &fingerprint).await?;
-    Ok(QaSummary {
-        questions: rows.iter().map(|(_, n)| n).sum(),
+    let run = stage
+        .run_scoped(lake, &ctx, &fingerprint, scope, detect)
+        .await?;
+    let summary = QaSummary {
+        questions: run.rows.iter().map(|(_, n)| n).sum(),
         studies,
         templates: version,
-        version: table_version,
+        version: run.version,
         seconds: started.elapsed().as_secs_f64(),
-    })
+    };
+    Ok((summary, run.changed))
 }

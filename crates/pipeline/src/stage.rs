@@ -2,6 +2,7 @@
 //! by chunk of patients), casting results to the table schemas, and the SQL hash of its
 //! fingerprint.
 
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use cxrlake_lake::{Lake, StageCommit};
@@ -14,6 +15,7 @@ use datafusion::prelude::{SessionContext, col, lit};
 use datafusion::scalar::ScalarValue;
 
 use crate::error::{PipelineError, Result};
+use crate::scope::{Digests, Scope, digest, table_digests};
 
 /// Casts a stage result to the table's schema (Delta reads strings as views, lists keep their
 /// field names, …) so that every stage writes exactly the declared types; nullable columns the
@@ -226,15 +228,24 @@ pub(crate) async fn patient_ranges(
         .collect())
 }
 
-/// A session whose `inputs` are views of the lake's tables filtered to the patients
-/// `first..=last` (Delta file statistics prune them: tables are written in patient order), with
-/// cxrlake's functions and `functions`. Inputs without a `patient_id` column (e.g. the
-/// content-addressed `qa_judgements`) are registered whole.
+/// The rows a chunk reads: a patient range (full runs) or a list of studies (scoped runs).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Rows<'a> {
+    /// The patients `first..=last` (Delta file statistics prune them: tables are written in
+    /// patient order).
+    Patients(&'a str, &'a str),
+    /// These studies.
+    Studies(&'a [String]),
+}
+
+/// A session whose `inputs` are views of the lake's tables filtered to `rows`, with cxrlake's
+/// functions and `functions`. Inputs without a `patient_id` (`study_id`) column, e.g. the
+/// content-addressed `qa_judgements`, are registered whole.
 pub(crate) async fn chunk_context(
     lake_ctx: &SessionContext,
     stage: &'static str,
     inputs: &[&str],
-    range: Option<(&str, &str)>,
+    rows: Rows<'_>,
     functions: &[ScalarUDF],
 ) -> Result<SessionContext> {
     let ctx = cxrlake_udfs::session_context_on(lake_ctx.copied_config(), lake_ctx.runtime_env());
@@ -246,18 +257,23 @@ pub(crate) async fn chunk_context(
             .table(*table)
             .await
             .map_err(|e| PipelineError::query(stage, e))?;
-        let per_patient = frame
-            .schema()
-            .has_column_with_unqualified_name("patient_id");
-        let frame = match range {
-            Some((first, last)) if per_patient => frame
-                .filter(
-                    col("patient_id")
-                        .gt_eq(lit(first))
-                        .and(col("patient_id").lt_eq(lit(last))),
-                )
+        let has = |c: &str| frame.schema().has_column_with_unqualified_name(c);
+        let filter = match rows {
+            Rows::Patients(first, last) if has("patient_id") => Some(
+                col("patient_id")
+                    .gt_eq(lit(first))
+                    .and(col("patient_id").lt_eq(lit(last))),
+            ),
+            Rows::Studies(ids) if has("study_id") => {
+                Some(col("study_id").in_list(ids.iter().map(lit).collect(), false))
+            }
+            _ => None,
+        };
+        let frame = match filter {
+            Some(filter) => frame
+                .filter(filter)
                 .map_err(|e| PipelineError::query(stage, e))?,
-            _ => frame,
+            None => frame,
         };
         ctx.register_table(*table, frame.into_view())
             .map_err(|e| PipelineError::query(stage, e))?;
@@ -324,36 +340,82 @@ impl ChunkedStage<'_> {
         Ok(serde_json::Value::Object(inputs))
     }
 
-    /// Runs every chunk; returns the rows written per table and the last table version.
+    /// Runs every chunk over all patients, replacing the stage's tables; returns the rows
+    /// written per table and the last table version.
     pub(crate) async fn run(
         &self,
         lake: &Lake,
         fingerprint: &serde_json::Value,
     ) -> Result<(Vec<(String, usize)>, u64)> {
-        self.run_on(lake, &lake.session().await?, fingerprint).await
+        let run = self
+            .run_scoped(
+                lake,
+                &lake.session().await?,
+                fingerprint,
+                &Scope::All,
+                false,
+            )
+            .await?;
+        Ok((run.rows, run.version))
     }
 
-    /// Like [`ChunkedStage::run`], reading the tables of `lake_ctx` (e.g. a session with some
-    /// tables pinned to a version, [`Lake::session_with`]).
-    pub(crate) async fn run_on(
+    /// Runs the stage over `scope`, reading the tables of `lake_ctx` (e.g. a session with some
+    /// tables pinned to a version, [`Lake::session_with`]). All: chunk by chunk of patients, the
+    /// first chunk replacing the tables, the others appending. Studies: chunk by chunk of
+    /// studies, each replacing exactly its studies' rows. With `detect`, every chunk compares its
+    /// studies' new rows with the old ones ([`crate::scope`]) and the result names the studies
+    /// whose rows changed (else the scope itself).
+    pub(crate) async fn run_scoped(
         &self,
         lake: &Lake,
         lake_ctx: &SessionContext,
         fingerprint: &serde_json::Value,
-    ) -> Result<(Vec<(String, usize)>, u64)> {
+        scope: &Scope,
+        detect: bool,
+    ) -> Result<StageRun> {
         let statements = statements(self.stage, self.sql)?;
-        let first_input = self.inputs.first().copied().unwrap_or("reports");
-        let ranges = patient_ranges(lake_ctx, self.stage, first_input, self.chunk_patients).await?;
-        let chunks = ranges.len().max(1);
+        let chunks: Vec<Chunk> = match scope.studies() {
+            None => {
+                let first_input = self.inputs.first().copied().unwrap_or("reports");
+                let ranges =
+                    patient_ranges(lake_ctx, self.stage, first_input, self.chunk_patients).await?;
+                if ranges.is_empty() {
+                    // No patients at all: an empty range writes empty tables.
+                    vec![Chunk::Patients(String::new(), String::new())]
+                } else {
+                    ranges
+                        .into_iter()
+                        .map(|(a, b)| Chunk::Patients(a, b))
+                        .collect()
+                }
+            }
+            Some(ids) => {
+                let ids: Vec<String> = ids.iter().cloned().collect();
+                // Studies per chunk: a patient has about three studies.
+                let per_chunk = self.chunk_patients.saturating_mul(3).clamp(1, 20_000);
+                ids.chunks(per_chunk)
+                    .map(|c| Chunk::Studies(c.to_vec()))
+                    .collect()
+            }
+        };
+        let n_chunks = chunks.len();
+        // A full run that detects changes compares against the whole old tables.
+        let mut old_digests: HashMap<String, Digests> = HashMap::new();
+        let mut new_digests: HashMap<String, Digests> = HashMap::new();
+        let mut changed = BTreeSet::new();
         let mut rows: Vec<(String, usize)> = Vec::new();
         let mut version = 0;
         let mut pending: Option<PendingWrite> = None;
-        for chunk in 0..chunks {
-            let range = ranges.get(chunk).map(|(a, b)| (a.as_str(), b.as_str()));
-            // No patients at all: an empty range writes empty tables.
-            let range = range.or(Some(("", "")));
-            let ctx =
-                chunk_context(lake_ctx, self.stage, self.inputs, range, &self.functions).await?;
+        for (index, chunk) in chunks.iter().enumerate() {
+            let last = index + 1 == n_chunks;
+            let ctx = chunk_context(
+                lake_ctx,
+                self.stage,
+                self.inputs,
+                chunk.rows(),
+                &self.functions,
+            )
+            .await?;
             let mut outputs = Vec::new();
             for statement in &statements {
                 let started = std::time::Instant::now();
@@ -362,7 +424,7 @@ impl ChunkedStage<'_> {
                 tracing::info!(
                     stage = self.stage,
                     statement = statement.name.as_str(),
-                    chunk = chunk + 1,
+                    chunk = index + 1,
                     rows = batches.iter().map(RecordBatch::num_rows).sum::<usize>(),
                     seconds = started.elapsed().as_secs_f64(),
                     "statement done"
@@ -372,9 +434,11 @@ impl ChunkedStage<'_> {
                     outputs.push((statement.name.clone(), batches));
                 }
             }
+            drop(ctx);
             // Conform now (errors surface here), write while the next chunk computes: at most
             // one chunk's write is in flight, so commits stay in chunk order.
             let mut writes = Vec::new();
+            let mut chunk_changed = BTreeSet::new();
             for (table, batches) in outputs {
                 let def = cxrlake_schemas::table(&table).ok_or_else(|| PipelineError::Sql {
                     file: format!("sql/{}.sql", self.stage),
@@ -386,31 +450,82 @@ impl ChunkedStage<'_> {
                     .filter(|b| b.num_rows() > 0)
                     .map(|b| conform(self.stage, def.name, b))
                     .collect::<Result<Vec<_>>>()?;
+                let per_study = def.replace_by == Some("study_id");
+                if detect && per_study {
+                    match chunk {
+                        Chunk::Studies(ids) => {
+                            let old = table_digests(
+                                lake_ctx,
+                                self.stage,
+                                def.name,
+                                &Scope::Studies(ids.iter().cloned().collect()),
+                            )
+                            .await?;
+                            let mut new = Digests::new();
+                            digest(self.stage, &batches, &mut new)?;
+                            chunk_changed.extend(crate::scope::changed(&old, &new));
+                        }
+                        Chunk::Patients(..) => {
+                            if index == 0 {
+                                let old =
+                                    table_digests(lake_ctx, self.stage, def.name, &Scope::All)
+                                        .await?;
+                                old_digests.insert(def.name.to_string(), old);
+                            }
+                            let new = new_digests.entry(def.name.to_string()).or_default();
+                            digest(self.stage, &batches, new)?;
+                            if last {
+                                let old = old_digests.remove(def.name).unwrap_or_default();
+                                chunk_changed.extend(crate::scope::changed(&old, new));
+                            }
+                        }
+                    }
+                }
                 if batches.is_empty() {
                     batches.push(RecordBatch::new_empty((def.schema)()));
                 }
-                let commit = StageCommit::new(self.stage)
-                    .with_fingerprint(fingerprint.clone())
-                    .with_metrics(serde_json::json!({
-                        "rows": written,
-                        "chunk": chunk + 1,
-                        "chunks": chunks,
-                    }));
-                writes.push((def.name, commit, batches, written));
+                writes.push((def.name, batches, written));
             }
-            drop(ctx);
+            changed.extend(chunk_changed.iter().cloned());
+            // What changed, for stages reading these tables later: the studies (scoped runs and
+            // a detecting full run's last chunk), "all" (full runs), "pending" (earlier chunks
+            // of a detecting full run).
+            let recorded = match chunk {
+                Chunk::Studies(ids) if !detect => serde_json::json!(ids),
+                Chunk::Patients(..) if !detect => serde_json::json!("all"),
+                Chunk::Patients(..) if !last => serde_json::json!("pending"),
+                _ => serde_json::json!(chunk_changed),
+            };
+            let writes: Vec<_> = writes
+                .into_iter()
+                .map(|(table, batches, written)| {
+                    let commit = StageCommit::new(self.stage)
+                        .with_fingerprint(fingerprint.clone())
+                        .with_metrics(serde_json::json!({
+                            "rows": written,
+                            "chunk": index + 1,
+                            "chunks": n_chunks,
+                            "changed": recorded,
+                        }));
+                    (table, commit, batches, written)
+                })
+                .collect();
             if let Some(previous) = pending.take() {
                 finish(previous, &mut rows, &mut version).await?;
             }
             let lake = lake.clone();
+            let replace = match chunk {
+                Chunk::Studies(ids) => Some(ids.clone()),
+                Chunk::Patients(..) => None,
+            };
             pending = Some(tokio::spawn(async move {
                 let mut done = Vec::new();
                 for (table, commit, batches, written) in writes {
                     let write = lake.write(table).commit(commit);
-                    let write = if chunk == 0 {
-                        write.overwrite()
-                    } else {
-                        write.append()
+                    let write = match (&replace, index) {
+                        (Some(ids), _) => write.replace_studies(ids.clone()),
+                        (None, 0) => write.overwrite(),
+                        (None, _) => write.append(),
                     };
                     let version = write.execute(batches).await?;
                     done.push((table.to_string(), written, version));
@@ -421,6 +536,44 @@ impl ChunkedStage<'_> {
         if let Some(previous) = pending.take() {
             finish(previous, &mut rows, &mut version).await?;
         }
-        Ok((rows, version))
+        let changed = if detect {
+            Scope::Studies(changed)
+        } else {
+            scope.clone()
+        };
+        Ok(StageRun {
+            rows,
+            version,
+            changed,
+        })
     }
+}
+
+/// One chunk of a stage run.
+#[derive(Debug)]
+enum Chunk {
+    /// The patients `first..=last`.
+    Patients(String, String),
+    /// These studies.
+    Studies(Vec<String>),
+}
+
+impl Chunk {
+    fn rows(&self) -> Rows<'_> {
+        match self {
+            Chunk::Patients(first, last) => Rows::Patients(first, last),
+            Chunk::Studies(ids) => Rows::Studies(ids),
+        }
+    }
+}
+
+/// What a [`ChunkedStage`] run wrote.
+#[derive(Debug)]
+pub(crate) struct StageRun {
+    /// Rows written per table.
+    pub rows: Vec<(String, usize)>,
+    /// The last table version committed.
+    pub version: u64,
+    /// The studies whose rows changed (the scope, unless the run detected changes).
+    pub changed: Scope,
 }

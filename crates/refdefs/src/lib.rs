@@ -144,6 +144,28 @@ impl RefDefs {
             .map(String::as_str)
     }
 
+    /// One entry as JSON (what its content hash covers); `None` when there is no such entry.
+    pub fn entry_json(&self, kind: EntryKind, name: &str) -> Option<serde_json::Value> {
+        fn find<'a, T: serde::Serialize + 'a>(
+            mut items: impl Iterator<Item = &'a T>,
+            name_of: impl Fn(&T) -> &str,
+            name: &str,
+        ) -> Option<serde_json::Value> {
+            items
+                .find(|item| name_of(item) == name)
+                .and_then(|item| serde_json::to_value(item).ok())
+        }
+        match kind {
+            EntryKind::Region => find(self.regions(), |r| r.name.get_ref(), name),
+            EntryKind::Finding => find(self.findings(), |f| f.name.get_ref(), name),
+            EntryKind::Modifier => find(self.modifiers(), |m| m.name.get_ref(), name),
+            EntryKind::Probability => find(self.probabilities(), |p| p.name.get_ref(), name),
+            EntryKind::Change => find(self.changes(), |c| c.name.get_ref(), name),
+            EntryKind::CxasClass => find(self.cxas_classes(), |c| c.name.get_ref(), name),
+            EntryKind::ImagenomeBox => find(self.imagenome_boxes(), |b| b.name.get_ref(), name),
+        }
+    }
+
     /// Content hashes of all entries of one kind, by name.
     pub fn entry_hashes(&self, kind: EntryKind) -> &BTreeMap<String, String> {
         &self.hashes.entries[&kind]

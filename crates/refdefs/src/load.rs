@@ -132,6 +132,33 @@ impl Sources {
         Sources { files }
     }
 
+    /// Sources from `(file path, text)` pairs as [`Sources::texts`] lists them (e.g. a copy
+    /// stored in the lake); `None` unless every file is there.
+    pub fn from_texts(texts: &[(String, String)]) -> Option<Sources> {
+        let files = FileKind::ALL
+            .into_iter()
+            .map(|kind| {
+                texts
+                    .iter()
+                    .find(|(path, _)| path == kind.path())
+                    .map(|(path, text)| SourceFile {
+                        kind,
+                        display: format!("<lake>/{path}"),
+                        text: text.clone(),
+                    })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Sources { files })
+    }
+
+    /// `(file path, text)` of every file.
+    pub fn texts(&self) -> Vec<(String, String)> {
+        self.files
+            .iter()
+            .map(|f| (f.kind.path().to_string(), f.text.clone()))
+            .collect()
+    }
+
     /// One file.
     pub fn file(&self, kind: FileKind) -> &SourceFile {
         // `files` always holds all kinds in `FileKind::ALL` order (both constructors ensure it).

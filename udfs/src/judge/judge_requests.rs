@@ -42,6 +42,7 @@ pub fn requests_type() -> DataType {
 pub struct JudgeRequestsFunc {
     judge: Arc<Judge>,
     id: String,
+    cache_id: String,
     signature: Signature,
 }
 
@@ -50,6 +51,7 @@ impl JudgeRequestsFunc {
     pub fn new(judge: Arc<Judge>) -> Self {
         Self {
             id: judge.id(),
+            cache_id: judge.cache_id(),
             judge,
             signature: Signature::any(4, Volatility::Immutable),
         }
@@ -108,7 +110,7 @@ impl ScalarUDFImpl for JudgeRequestsFunc {
                 };
                 Criterion::ALL
                     .iter()
-                    .map(|&criterion| self.judge.request(&self.id, criterion, &item))
+                    .map(|&criterion| self.judge.request(&self.cache_id, criterion, &item))
                     .collect()
             })
             .collect();

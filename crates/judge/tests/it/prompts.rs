@@ -88,7 +88,7 @@ fn an_edited_prompt_changes_the_version_and_every_content_hash() {
         .iter()
         .map(|judge| {
             judge
-                .request(&judge.id(), Criterion::QuestionClarity, &qa)
+                .request(&judge.cache_id(), Criterion::QuestionClarity, &qa)
                 .content_hash
         })
         .collect();

@@ -162,7 +162,7 @@ async fn heuristic_judge_and_grade() {
 
 /// Answers the judge prompts: every part OPTIMAL/aligned, except that question clarity of a
 /// question naming a pneumothorax gets prose without a level.
-fn judge_answer(prompt: &str) -> String {
+pub(crate) fn judge_answer(prompt: &str) -> String {
     let count: usize = last_between(prompt, "Rating (provide ", " ratings)")
         .parse()
         .unwrap_or(0);

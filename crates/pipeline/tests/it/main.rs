@@ -2,6 +2,7 @@ mod common;
 mod evaluate;
 mod extract;
 mod graph;
+mod incremental;
 mod judge;
 mod llm_server;
 mod localize;

@@ -1,0 +1,193 @@
+//! Which studies a stage run recomputes, and which studies' rows a run actually changed.
+//!
+//! An incremental run (see [`crate::incremental`]) gives each per-study stage a [`Scope`]: the
+//! studies whose inputs or definitions changed. The stage recomputes exactly those studies and
+//! replaces their rows (Delta replace-where by `study_id`). Before writing, it compares every
+//! scoped study's new rows with its old rows as an order-independent multiset digest (count and
+//! two sums of 64-bit row hashes over all columns); only the studies whose rows differ are
+//! passed on as the next stage's scope.
+
+use std::collections::{BTreeSet, HashMap};
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::hash_utils::{RandomState, create_hashes};
+use datafusion::prelude::{SessionContext, col, lit};
+
+use crate::error::{PipelineError, Result};
+use crate::stage::conform;
+
+/// The studies a stage run covers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Scope {
+    /// Every study (a full run).
+    #[default]
+    All,
+    /// Only these studies (study ids).
+    Studies(BTreeSet<String>),
+}
+
+impl Scope {
+    /// No study at all.
+    pub fn none() -> Self {
+        Scope::Studies(BTreeSet::new())
+    }
+
+    /// Whether no study is covered.
+    pub fn is_empty(&self) -> bool {
+        matches!(self, Scope::Studies(s) if s.is_empty())
+    }
+
+    /// Whether every study is covered.
+    pub fn is_all(&self) -> bool {
+        matches!(self, Scope::All)
+    }
+
+    /// Adds `other`'s studies.
+    pub fn extend(&mut self, other: &Scope) {
+        match (&mut *self, other) {
+            (Scope::All, _) => {}
+            (_, Scope::All) => *self = Scope::All,
+            (Scope::Studies(mine), Scope::Studies(theirs)) => mine.extend(theirs.iter().cloned()),
+        }
+    }
+
+    /// Adds studies.
+    pub fn add(&mut self, studies: impl IntoIterator<Item = String>) {
+        if let Scope::Studies(mine) = self {
+            mine.extend(studies);
+        }
+    }
+
+    /// The union of `self` and `other`.
+    pub fn union(mut self, other: &Scope) -> Scope {
+        self.extend(other);
+        self
+    }
+
+    /// The studies, `None` for all.
+    pub fn studies(&self) -> Option<&BTreeSet<String>> {
+        match self {
+            Scope::All => None,
+            Scope::Studies(s) => Some(s),
+        }
+    }
+
+    /// "all studies" or "N studies".
+    pub fn describe(&self) -> String {
+        match self {
+            Scope::All => "all studies".into(),
+            Scope::Studies(s) if s.len() == 1 => "1 study".into(),
+            Scope::Studies(s) => format!("{} studies", s.len()),
+        }
+    }
+
+    /// The scope as commit metrics: `"all"` or the list of study ids.
+    pub fn to_json(&self) -> serde_json::Value {
+        match self {
+            Scope::All => serde_json::json!("all"),
+            Scope::Studies(s) => serde_json::json!(s),
+        }
+    }
+
+    /// The scope recorded by [`Scope::to_json`]; anything else (an older commit) is all.
+    pub fn from_json(value: &serde_json::Value) -> Scope {
+        match value.as_array() {
+            Some(ids) => Scope::Studies(
+                ids.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect(),
+            ),
+            None => Scope::All,
+        }
+    }
+}
+
+/// Per study: row count and two wrapping sums of row hashes (a multiset digest).
+pub(crate) type Digests = HashMap<String, (u64, u64, u64)>;
+
+/// Adds the rows of `batches` (conformed to the table's schema) to `digests`, by `study_id`.
+pub(crate) fn digest(
+    stage: &'static str,
+    batches: &[RecordBatch],
+    digests: &mut Digests,
+) -> Result<()> {
+    let first = RandomState::with_seed(0x5eed_0001);
+    let second = RandomState::with_seed(0x5eed_0002);
+    for batch in batches.iter().filter(|b| b.num_rows() > 0) {
+        let Some(study) = batch.column_by_name("study_id") else {
+            return Err(PipelineError::Config(format!(
+                "{stage}: a scoped table has no study_id column"
+            )));
+        };
+        let study =
+            cast(study, &DataType::Utf8).map_err(|e| PipelineError::query(stage, e.into()))?;
+        let study = study.as_string::<i32>();
+        let n = batch.num_rows();
+        let (mut a, mut b) = (vec![0u64; n], vec![0u64; n]);
+        create_hashes(batch.columns(), &first, &mut a)
+            .map_err(|e| PipelineError::query(stage, e))?;
+        create_hashes(batch.columns(), &second, &mut b)
+            .map_err(|e| PipelineError::query(stage, e))?;
+        for row in 0..n {
+            let id = if study.is_null(row) {
+                ""
+            } else {
+                study.value(row)
+            };
+            let entry = digests.entry(id.to_string()).or_default();
+            entry.0 += 1;
+            entry.1 = entry.1.wrapping_add(a[row]);
+            entry.2 = entry.2.wrapping_add(b[row]);
+        }
+    }
+    Ok(())
+}
+
+/// The digests of the rows `table` holds in `ctx` (the snapshot before a write) for `scope`.
+pub(crate) async fn table_digests(
+    ctx: &SessionContext,
+    stage: &'static str,
+    table: &'static str,
+    scope: &Scope,
+) -> Result<Digests> {
+    let frame = ctx
+        .table(table)
+        .await
+        .map_err(|e| PipelineError::query(stage, e))?;
+    let frame = match scope.studies() {
+        Some(ids) => frame
+            .filter(col("study_id").in_list(ids.iter().map(lit).collect(), false))
+            .map_err(|e| PipelineError::query(stage, e))?,
+        None => frame,
+    };
+    let batches = frame
+        .collect()
+        .await
+        .map_err(|e| PipelineError::query(stage, e))?;
+    let batches = batches
+        .iter()
+        .filter(|b| b.num_rows() > 0)
+        .map(|b| conform(stage, table, b))
+        .collect::<Result<Vec<_>>>()?;
+    let mut digests = Digests::new();
+    digest(stage, &batches, &mut digests)?;
+    Ok(digests)
+}
+
+/// The studies whose digests differ between `old` and `new`.
+pub(crate) fn changed(old: &Digests, new: &Digests) -> BTreeSet<String> {
+    old.iter()
+        .filter(|(id, d)| new.get(*id) != Some(d))
+        .map(|(id, _)| id.clone())
+        .chain(new.keys().filter(|id| !old.contains_key(*id)).cloned())
+        .collect()
+}
+
+/// A filter keeping the rows of `scope`'s studies (none for all).
+pub(crate) fn study_filter(scope: &Scope) -> Option<datafusion::prelude::Expr> {
+    scope
+        .studies()
+        .map(|ids| col("study_id").in_list(ids.iter().map(lit).collect(), false))
+}
