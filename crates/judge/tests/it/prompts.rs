@@ -67,7 +67,7 @@ fn prompts_carry_the_inputs_of_their_criterion() {
 }
 
 #[test]
-fn an_edited_prompt_changes_the_version_and_every_content_hash() {
+fn an_edited_prompt_changes_the_version_and_its_criterion_hashes_only() {
     let dir = tempfile::tempdir().expect("tempdir");
     for entry in std::fs::read_dir(folder()).expect("folder") {
         let path = entry.expect("entry").path();
@@ -83,19 +83,18 @@ fn an_edited_prompt_changes_the_version_and_every_content_hash() {
         model: "m".into(),
         prompts: prompts.into(),
     });
+    assert_ne!(judges[0].id(), judges[1].id(), "the judge id names the prompts");
     let qa = item();
-    let hashes: Vec<_> = judges
-        .iter()
-        .map(|judge| {
-            judge
-                .request(&judge.cache_id(), Criterion::QuestionClarity, &qa)
-                .content_hash
-        })
-        .collect();
-    assert_ne!(
-        hashes[0], hashes[1],
-        "an edited prompt folder is a new judge"
-    );
+    let hashes = |criterion| -> Vec<String> {
+        judges
+            .iter()
+            .map(|judge| judge.request(&judge.cache_id(), criterion, &qa).content_hash)
+            .collect()
+    };
+    let relevance = hashes(Criterion::Relevance);
+    assert_ne!(relevance[0], relevance[1], "the edited criterion is judged again");
+    let clarity = hashes(Criterion::QuestionClarity);
+    assert_eq!(clarity[0], clarity[1], "the other criteria keep their verdicts");
 }
 
 #[test]
