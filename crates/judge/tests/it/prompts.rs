@@ -83,18 +83,32 @@ fn an_edited_prompt_changes_the_version_and_its_criterion_hashes_only() {
         model: "m".into(),
         prompts: prompts.into(),
     });
-    assert_ne!(judges[0].id(), judges[1].id(), "the judge id names the prompts");
+    assert_ne!(
+        judges[0].id(),
+        judges[1].id(),
+        "the judge id names the prompts"
+    );
     let qa = item();
     let hashes = |criterion| -> Vec<String> {
         judges
             .iter()
-            .map(|judge| judge.request(&judge.cache_id(), criterion, &qa).content_hash)
+            .map(|judge| {
+                judge
+                    .request(&judge.cache_id(), criterion, &qa)
+                    .content_hash
+            })
             .collect()
     };
     let relevance = hashes(Criterion::Relevance);
-    assert_ne!(relevance[0], relevance[1], "the edited criterion is judged again");
+    assert_ne!(
+        relevance[0], relevance[1],
+        "the edited criterion is judged again"
+    );
     let clarity = hashes(Criterion::QuestionClarity);
-    assert_eq!(clarity[0], clarity[1], "the other criteria keep their verdicts");
+    assert_eq!(
+        clarity[0], clarity[1],
+        "the other criteria keep their verdicts"
+    );
 }
 
 #[test]
