@@ -7,8 +7,9 @@
 -- Output: qa, the same rows with question_quality, answers[].answer_quality, rating,
 -- rating_rank and judge filled. A pair missing a usable verdict is 'not rated'.
 --
--- Parameters: $judge, the judge whose verdicts are read (its requests are recomputed, so the
--- content hashes match those of the judge stage).
+-- Parameters: $judge, the judge id written to `judge`. Its requests are recomputed, so the content
+-- hashes match those of the judge stage; a content hash names the judge's model, so any verdict
+-- with that hash is this judge's.
 
 -- @step requests
 SELECT study_id,

@@ -1,13 +1,13 @@
 -- judge: the five text criteria of every QA pair (paper 000, E.3, listings 7-11: entailment,
 -- relevance, completeness, question clarity, answer clarity), each distinct input judged once.
--- Inputs: qa, reports (the LLM judge reads the report), and `judged`: the content hashes this
--- judge has already rated without error (qa_judgements, plus this run's earlier chunks), which
--- the stage registers. Output: qa_judgements, appended (it is content-addressed, never rewritten).
+-- Inputs: qa, reports (the LLM judge reads the report), and `judged`: the content hashes already
+-- rated without error (qa_judgements, plus this run's earlier chunks), which the stage registers. Output: qa_judgements, appended (it is content-addressed, never rewritten).
 --
 -- Each criterion is keyed by exactly what the judge reads: judge_requests() returns per QA pair
 -- and criterion that input (the rendered prompt of the LLM judge, the heuristic judge's
--- canonical input) and content_hash = sha256(judge, criterion, input). Identical inputs, in one
--- study or across the lake, share one verdict.
+-- canonical input) and content_hash = sha256(cache id, criterion, input), the cache id being
+-- `heuristic-1` or `llm:<model>` (an edited prompt changes the inputs of its criterion only).
+-- Identical inputs, in one study or across the lake, share one verdict.
 --
 -- Parameters: $judge, the judge id (`heuristic-1`, `llm:<model>@judge-prompts-<version>`).
 
