@@ -157,6 +157,8 @@ pub async fn run_scoped(
     detect: bool,
 ) -> Result<(ExtractSummary, Scope)> {
     let started = Instant::now();
+    // The snapshot a scoped run compares its new rows with: `ctx` registers each statement's
+    // result under its table's name.
     let lake_ctx = lake.session().await?;
     let ctx = lake.session().await?;
     if let Some(filter) = crate::scope::study_filter(scope) {
@@ -265,7 +267,8 @@ pub async fn run_scoped(
             .collect::<Result<Vec<_>>>()?;
         let per_study = table.replace_by == Some("study_id");
         if detect && per_study {
-            let old = crate::scope::table_digests(&lake_ctx, STAGE, table.name, scope).await?;
+            let filter = crate::scope::study_filter(scope);
+            let old = crate::scope::table_digests(&lake_ctx, STAGE, table.name, filter).await?;
             let mut new = crate::scope::Digests::new();
             crate::scope::digest(STAGE, &batches, &mut new)?;
             changed.extend(crate::scope::changed(&old, &new));

@@ -243,8 +243,10 @@ async fn stored_refdefs(lake: &Lake, fingerprint: &str) -> Result<Option<RefDefs
 }
 
 /// How two sets of definitions differ, as the stages see it.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 struct RefdefsChange {
+    /// The old definitions.
+    old: RefDefs,
     /// `kind: name` of every added, removed or changed entry.
     touched: Vec<String>,
     /// Whether anything besides synonyms changed (names, hierarchy, categories, recipes, …).
@@ -254,27 +256,32 @@ struct RefdefsChange {
 }
 
 impl RefdefsChange {
-    fn between(old: &RefDefs, new: &RefDefs) -> Self {
-        let mut change = RefdefsChange::default();
-        for (kind, name) in RefDefs::diff(old, new).touched() {
-            change.touched.push(format!("{} {name}", kind_name(kind)));
+    fn between(old: RefDefs, new: &RefDefs) -> Self {
+        let (mut touched, mut structural, mut terms) = (Vec::new(), false, BTreeSet::new());
+        let strip = |v: &Option<Value>| {
+            v.clone().map(|mut v| {
+                if let Some(object) = v.as_object_mut() {
+                    object.remove("synonyms");
+                }
+                v
+            })
+        };
+        for (kind, name) in RefDefs::diff(&old, new).touched() {
+            touched.push(format!("{} {name}", kind_name(kind)));
             let (before, after) = (old.entry_json(kind, name), new.entry_json(kind, name));
-            let strip = |v: &Option<Value>| {
-                v.clone().map(|mut v| {
-                    if let Some(object) = v.as_object_mut() {
-                        object.remove("synonyms");
-                    }
-                    v
-                })
-            };
             if before.is_none() || after.is_none() || strip(&before) != strip(&after) {
-                change.structural = true;
+                structural = true;
             }
             for entry in [before, after].into_iter().flatten() {
-                change.terms.extend(terms_of(&entry));
+                terms.extend(terms_of(&entry));
             }
         }
-        change
+        RefdefsChange {
+            old,
+            touched,
+            structural,
+            terms,
+        }
     }
 
     fn describe(&self) -> String {
@@ -443,7 +450,7 @@ async fn decide(
     let refdefs_change = match fp["refdefs"].as_str() {
         Some(old) if old != current.defs.fingerprint() => {
             Some(match stored_refdefs(lake, old).await? {
-                Some(old) => Ok(RefdefsChange::between(&old, current.defs)),
+                Some(old) => Ok(RefdefsChange::between(old, current.defs)),
                 None => Err(format!(
                     "refdefs {old} → {} (the old definitions are not in the lake)",
                     current.defs.fingerprint()
@@ -501,11 +508,11 @@ async fn decide(
                     plan.all(reason.clone());
                     return Ok(plan);
                 }
-                Some(Ok(_)) => stored_refdefs(lake, fp["refdefs"].as_str().unwrap_or("")).await?,
+                Some(Ok(c)) => Some(&c.old),
                 None => None,
             };
             if threshold_changed || old_defs.is_some() {
-                let old_defs = old_defs.as_ref().unwrap_or(current.defs);
+                let old_defs = old_defs.unwrap_or(current.defs);
                 let terms = match &refdefs_change {
                     Some(Ok(c)) => c.terms.clone(),
                     _ => BTreeSet::new(),
@@ -781,15 +788,15 @@ async fn sampling_flips(current: &Current<'_>, old: u64) -> Result<Scope> {
             let u = unit_hash(seed, &study, item);
             u >= *lo && u < *hi
         });
+        // Asked when mentioned, or sampled under the old or the new probability.
         let asks_correlated = correlated.iter().any(|f| {
+            let key = ("finding".to_string(), f.clone());
             names.is_some_and(|n| n.contains(f))
-                || after
-                    .get(&("finding".to_string(), f.clone()))
-                    .or_else(|| before.get(&("finding".to_string(), f.clone())))
-                    .is_some_and(|(p, _)| unit_hash(seed, &study, f) < *p)
-                || before
-                    .get(&("finding".to_string(), f.clone()))
-                    .is_some_and(|(p, _)| unit_hash(seed, &study, f) < *p)
+                || [&before, &after].iter().any(|balance| {
+                    balance
+                        .get(&key)
+                        .is_some_and(|(p, _)| unit_hash(seed, &study, f) < *p)
+                })
         });
         if flips || asks_correlated {
             studies.insert(study);
@@ -852,13 +859,6 @@ pub async fn plan(lake: &Lake, defs: &RefDefs, options: &PipelineOptions) -> Res
     let mut stages = Vec::new();
     for stage in STAGES {
         let mut decision = decide(&current, stage, &planned).await?;
-        if stage == "judge" {
-            decision.scope.extend(
-                &stages
-                    .last()
-                    .map_or(Scope::none(), |p: &StagePlan| p.scope.clone()),
-            );
-        }
         if stage == "grade" {
             if let Some(judged) = planned.get("judge") {
                 decision.scope.extend(judged);

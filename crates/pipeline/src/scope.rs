@@ -13,7 +13,7 @@ use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::hash_utils::{RandomState, create_hashes};
-use datafusion::prelude::{SessionContext, col, lit};
+use datafusion::prelude::{Expr, SessionContext, col, lit};
 
 use crate::error::{PipelineError, Result};
 use crate::stage::conform;
@@ -145,20 +145,21 @@ pub(crate) fn digest(
     Ok(())
 }
 
-/// The digests of the rows `table` holds in `ctx` (the snapshot before a write) for `scope`.
+/// The digests of the rows `table` holds in `ctx` (the snapshot before a write) that match
+/// `filter` (all rows without one).
 pub(crate) async fn table_digests(
     ctx: &SessionContext,
     stage: &'static str,
     table: &'static str,
-    scope: &Scope,
+    filter: Option<Expr>,
 ) -> Result<Digests> {
     let frame = ctx
         .table(table)
         .await
         .map_err(|e| PipelineError::query(stage, e))?;
-    let frame = match scope.studies() {
-        Some(ids) => frame
-            .filter(col("study_id").in_list(ids.iter().map(lit).collect(), false))
+    let frame = match filter {
+        Some(filter) => frame
+            .filter(filter)
             .map_err(|e| PipelineError::query(stage, e))?,
         None => frame,
     };
@@ -186,7 +187,7 @@ pub(crate) fn changed(old: &Digests, new: &Digests) -> BTreeSet<String> {
 }
 
 /// A filter keeping the rows of `scope`'s studies (none for all).
-pub(crate) fn study_filter(scope: &Scope) -> Option<datafusion::prelude::Expr> {
+pub(crate) fn study_filter(scope: &Scope) -> Option<Expr> {
     scope
         .studies()
         .map(|ids| col("study_id").in_list(ids.iter().map(lit).collect(), false))

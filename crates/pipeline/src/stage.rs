@@ -399,9 +399,8 @@ impl ChunkedStage<'_> {
             }
         };
         let n_chunks = chunks.len();
-        // A full run that detects changes compares against the whole old tables.
-        let mut old_digests: HashMap<String, Digests> = HashMap::new();
-        let mut new_digests: HashMap<String, Digests> = HashMap::new();
+        // Studies a detecting full run has seen, per table (old or new rows in some chunk).
+        let mut seen: HashMap<&str, BTreeSet<String>> = HashMap::new();
         let mut changed = BTreeSet::new();
         let mut rows: Vec<(String, usize)> = Vec::new();
         let mut version = 0;
@@ -452,32 +451,30 @@ impl ChunkedStage<'_> {
                     .collect::<Result<Vec<_>>>()?;
                 let per_study = def.replace_by == Some("study_id");
                 if detect && per_study {
-                    match chunk {
+                    // The chunk's old rows: its studies, or its patient range.
+                    let filter = match chunk {
                         Chunk::Studies(ids) => {
-                            let old = table_digests(
-                                lake_ctx,
-                                self.stage,
-                                def.name,
-                                &Scope::Studies(ids.iter().cloned().collect()),
-                            )
-                            .await?;
-                            let mut new = Digests::new();
-                            digest(self.stage, &batches, &mut new)?;
-                            chunk_changed.extend(crate::scope::changed(&old, &new));
+                            col("study_id").in_list(ids.iter().map(lit).collect(), false)
                         }
-                        Chunk::Patients(..) => {
-                            if index == 0 {
-                                let old =
-                                    table_digests(lake_ctx, self.stage, def.name, &Scope::All)
-                                        .await?;
-                                old_digests.insert(def.name.to_string(), old);
-                            }
-                            let new = new_digests.entry(def.name.to_string()).or_default();
-                            digest(self.stage, &batches, new)?;
-                            if last {
-                                let old = old_digests.remove(def.name).unwrap_or_default();
-                                chunk_changed.extend(crate::scope::changed(&old, new));
-                            }
+                        Chunk::Patients(first, last) => col("patient_id")
+                            .gt_eq(lit(first.as_str()))
+                            .and(col("patient_id").lt_eq(lit(last.as_str()))),
+                    };
+                    let old = table_digests(lake_ctx, self.stage, def.name, Some(filter)).await?;
+                    let mut new = Digests::new();
+                    digest(self.stage, &batches, &mut new)?;
+                    chunk_changed.extend(crate::scope::changed(&old, &new));
+                    if let Chunk::Patients(..) = chunk {
+                        let seen = seen.entry(def.name).or_default();
+                        seen.extend(old.into_keys().chain(new.into_keys()));
+                        if last {
+                            // Studies of patients no chunk covers any more were deleted.
+                            let sql = format!("SELECT DISTINCT study_id FROM {}", def.name);
+                            let ids = first_column_strings(
+                                self.stage,
+                                &collect(lake_ctx, self.stage, &sql).await?,
+                            )?;
+                            chunk_changed.extend(ids.into_iter().filter(|id| !seen.contains(id)));
                         }
                     }
                 }
