@@ -4,6 +4,14 @@ use std::time::Instant;
 
 use datafusion::prelude::SessionContext;
 
+/// The number in the environment variable `name`, else `default`.
+pub fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
 /// Median wall time in seconds of running `sql` to completion `runs` times (at least once).
 pub async fn median_seconds(ctx: &SessionContext, sql: &str, runs: usize) -> f64 {
     let mut times = Vec::with_capacity(runs);

@@ -67,6 +67,12 @@ pub enum LakeError {
     /// An object-store operation failed.
     #[error("object store: {0}")]
     ObjectStore(#[from] object_store::Error),
+    /// An Arrow computation failed.
+    #[error("{0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+    /// A Parquet file could not be read or written.
+    #[error("parquet: {0}")]
+    Parquet(#[from] datafusion::parquet::errors::ParquetError),
     /// A DataFusion operation failed.
     #[error("{0}")]
     DataFusion(#[from] datafusion::error::DataFusionError),

@@ -1,7 +1,7 @@
 //! The lake: Delta tables under one root URL, their versions and history, and one
 //! `SessionContext` with every table registered.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use cxrlake_schemas::{FORMAT_VERSION, TABLES, TableDef};
 use datafusion::arrow::array::RecordBatch;
@@ -315,6 +315,28 @@ impl Lake {
             mode: WriteMode::Append,
             commit: StageCommit::new("manual"),
         }
+    }
+
+    /// The Arrow schema of the lake table `name` (as cxrlake declares it).
+    fn table_schema(&self, name: &str) -> Result<SchemaRef> {
+        cxrlake_schemas::table(name)
+            .map(|def| (def.schema)())
+            .ok_or_else(|| self.no_such_table(name))
+    }
+
+    /// The rows of the studies `ids` in the per-study table `name` (at `version`, else the
+    /// latest), as cxrlake declares the table; reads only the row groups that hold them.
+    pub async fn read_studies(
+        &self,
+        name: &str,
+        version: Option<u64>,
+        ids: &BTreeSet<String>,
+    ) -> Result<Vec<RecordBatch>> {
+        let table = match version {
+            Some(version) => self.table_at(name, version).await?,
+            None => self.table(name).await?,
+        };
+        crate::read::read_studies(&table, ids, &self.table_schema(name)?).await
     }
 
     /// A table's commits, newest first.

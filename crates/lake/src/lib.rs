@@ -11,9 +11,11 @@ pub mod commit;
 pub mod config;
 pub mod error;
 pub mod lake;
+mod read;
 pub mod store;
 
 pub use commit::{CommitRecord, StageCommit};
 pub use config::{CxrlakeConfig, Settings};
 pub use error::{LakeError, Result};
 pub use lake::{Lake, LakeMarker, TableWrite, WriteMode};
+pub use read::cast_batch;

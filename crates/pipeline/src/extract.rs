@@ -267,8 +267,10 @@ pub async fn run_scoped(
             .collect::<Result<Vec<_>>>()?;
         let per_study = table.replace_by == Some("study_id");
         if detect && per_study {
-            let filter = crate::scope::study_filter(scope);
-            let old = crate::scope::table_digests(&lake_ctx, STAGE, table.name, filter).await?;
+            let old = match scope.studies() {
+                Some(ids) => crate::scope::study_digests_of(lake, STAGE, table.name, ids).await?,
+                None => crate::scope::table_digests(&lake_ctx, STAGE, table.name, None).await?,
+            };
             let mut new = crate::scope::Digests::new();
             crate::scope::digest(STAGE, &batches, &mut new)?;
             changed.extend(crate::scope::changed(&old, &new));

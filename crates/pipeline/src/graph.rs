@@ -3,6 +3,7 @@
 //! "Graph Construction", D.1). Runs chunk by chunk of patients, so memory is bounded by the
 //! chunk.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -107,9 +108,8 @@ pub async fn run_scoped(
         "sql": sql_hash(SQL),
         "code": env!("CARGO_PKG_VERSION"),
     });
-    let lake_ctx = lake.session().await?;
     let run = stage
-        .run_scoped(lake, &lake_ctx, &fingerprint, scope, detect)
+        .run_scoped(lake, &HashMap::new(), &fingerprint, scope, detect)
         .await?;
     let (rows, version) = (run.rows, run.version);
     let ctx = lake.session().await?;

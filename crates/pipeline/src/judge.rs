@@ -287,9 +287,8 @@ pub async fn run_scoped(
     // The qa stage's version: a grade run interrupted after some chunks leaves the newest
     // version partial, and grade reads the source version too.
     let source = crate::grade::source_version(lake).await?;
-    let lake_ctx = lake
-        .session_with(&HashMap::from([("qa".to_string(), source)]))
-        .await?;
+    let pinned = HashMap::from([("qa".to_string(), source)]);
+    let lake_ctx = lake.session_with(&pinned).await?;
     let questions = match scope.studies() {
         None => count(&lake_ctx, STAGE, "SELECT count(*) FROM qa").await?,
         Some(ids) => {
@@ -328,7 +327,7 @@ pub async fn run_scoped(
             .iter()
             .cloned()
             .collect::<Vec<_>>()
-            .chunks(options.chunk_patients.saturating_mul(3).max(1))
+            .chunks(options.chunk_patients.saturating_mul(30).max(1))
             .map(<[String]>::to_vec)
             .collect(),
     };
@@ -339,7 +338,7 @@ pub async fn run_scoped(
             Scope::All => Rows::Patients(&rows[0], &rows[1]),
             Scope::Studies(_) => Rows::Studies(rows),
         };
-        let ctx = chunk_context(&lake_ctx, STAGE, &INPUTS, rows, &functions).await?;
+        let ctx = chunk_context(lake, &lake_ctx, &pinned, STAGE, &INPUTS, rows, &functions).await?;
         register(&ctx, STAGE, "judged", Judged::schema(), &judged.batches)?;
         let mut verdicts = Vec::new();
         for statement in &statements {

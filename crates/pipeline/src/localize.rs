@@ -6,6 +6,7 @@
 //! is bounded by the chunk, not the lake: all of MIMIC's CXAS masks are ~100 GB of RLE. The
 //! first chunk overwrites `region_boxes`, the others append ([`crate::stage::ChunkedStage`]).
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use cxrlake_lake::Lake;
@@ -111,7 +112,7 @@ pub async fn run_scoped(
         "code": env!("CARGO_PKG_VERSION"),
     });
     let run = stage
-        .run_scoped(lake, &ctx, &fingerprint, scope, detect)
+        .run_scoped(lake, &HashMap::new(), &fingerprint, scope, detect)
         .await?;
     let summary = LocalizeSummary {
         images,

@@ -219,7 +219,7 @@ pub async fn run_scoped(
         "code": env!("CARGO_PKG_VERSION"),
     });
     let run = stage
-        .run_scoped(lake, &ctx, &fingerprint, scope, detect)
+        .run_scoped(lake, &HashMap::new(), &fingerprint, scope, detect)
         .await?;
     let rows = run.rows;
     let computed = concepts.computed_vectors();

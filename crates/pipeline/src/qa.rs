@@ -3,6 +3,7 @@
 //! Reads `qa_balance` (run the balance stage first) for the sampling probabilities and the
 //! correlated findings.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
@@ -186,7 +187,7 @@ pub async fn run_scoped(
         "code": env!("CARGO_PKG_VERSION"),
     });
     let run = stage
-        .run_scoped(lake, &ctx, &fingerprint, scope, detect)
+        .run_scoped(lake, &HashMap::new(), &fingerprint, scope, detect)
         .await?;
     let summary = QaSummary {
         questions: run.rows.iter().map(|(_, n)| n).sum(),

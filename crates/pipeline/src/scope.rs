@@ -9,11 +9,13 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use cxrlake_lake::Lake;
+use datafusion::arrow::array::{Array, AsArray, RecordBatch, new_null_array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::hash_utils::{RandomState, create_hashes};
 use datafusion::prelude::{Expr, SessionContext, col, lit};
+use futures::StreamExt;
 
 use crate::error::{PipelineError, Result};
 use crate::stage::conform;
@@ -105,9 +107,10 @@ impl Scope {
 }
 
 /// Per study: row count and two wrapping sums of row hashes (a multiset digest).
-pub(crate) type Digests = HashMap<String, (u64, u64, u64)>;
+pub(crate) type Digests = StudyDigests;
 
-/// Adds the rows of `batches` (conformed to the table's schema) to `digests`, by `study_id`.
+/// Adds the rows of `batches` (conformed to the table's schema) to `digests`, by `study_id`
+/// (under `""` for a table without one, e.g. `qa_balance`).
 pub(crate) fn digest(
     stage: &'static str,
     batches: &[RecordBatch],
@@ -116,15 +119,13 @@ pub(crate) fn digest(
     let first = RandomState::with_seed(0x5eed_0001);
     let second = RandomState::with_seed(0x5eed_0002);
     for batch in batches.iter().filter(|b| b.num_rows() > 0) {
-        let Some(study) = batch.column_by_name("study_id") else {
-            return Err(PipelineError::Config(format!(
-                "{stage}: a scoped table has no study_id column"
-            )));
-        };
-        let study =
-            cast(study, &DataType::Utf8).map_err(|e| PipelineError::query(stage, e.into()))?;
-        let study = study.as_string::<i32>();
         let n = batch.num_rows();
+        let study = match batch.column_by_name("study_id") {
+            Some(study) => cast(study, &DataType::Utf8),
+            None => cast(&new_null_array(&DataType::Utf8, n), &DataType::Utf8),
+        }
+        .map_err(|e| PipelineError::query(stage, e.into()))?;
+        let study = study.as_string::<i32>();
         let (mut a, mut b) = (vec![0u64; n], vec![0u64; n]);
         create_hashes(batch.columns(), &first, &mut a)
             .map_err(|e| PipelineError::query(stage, e))?;
@@ -163,18 +164,42 @@ pub(crate) async fn table_digests(
             .map_err(|e| PipelineError::query(stage, e))?,
         None => frame,
     };
-    let batches = frame
-        .collect()
+    // Streamed: a whole table's rows need not fit in memory.
+    let mut stream = frame
+        .execute_stream()
         .await
         .map_err(|e| PipelineError::query(stage, e))?;
-    let batches = batches
-        .iter()
-        .filter(|b| b.num_rows() > 0)
-        .map(|b| conform(stage, table, b))
-        .collect::<Result<Vec<_>>>()?;
+    let mut digests = Digests::new();
+    while let Some(batch) = stream.next().await {
+        let batch = batch.map_err(|e| PipelineError::query(stage, e))?;
+        if batch.num_rows() > 0 {
+            digest(stage, &[conform(stage, table, &batch)?], &mut digests)?;
+        }
+    }
+    Ok(digests)
+}
+
+/// The digests of the rows of `ids` in `table` (its latest version in `lake`), reading only
+/// the row groups that hold them.
+pub(crate) async fn study_digests_of(
+    lake: &Lake,
+    stage: &'static str,
+    table: &'static str,
+    ids: &BTreeSet<String>,
+) -> Result<Digests> {
+    let batches = lake.read_studies(table, None, ids).await?;
     let mut digests = Digests::new();
     digest(stage, &batches, &mut digests)?;
     Ok(digests)
+}
+
+/// Per study of `table` (its current version in `lake`): row count and two sums of row hashes,
+/// to compare the contents of two lakes, or of one lake at two times, order-independently.
+pub type StudyDigests = HashMap<String, (u64, u64, u64)>;
+
+/// The [`StudyDigests`] of `table` in `lake`.
+pub async fn study_digests(lake: &Lake, table: &'static str) -> Result<StudyDigests> {
+    table_digests(&lake.session().await?, "digest", table, None).await
 }
 
 /// The studies whose digests differ between `old` and `new`.

@@ -15,7 +15,7 @@ use datafusion::prelude::{SessionContext, col, lit};
 use datafusion::scalar::ScalarValue;
 
 use crate::error::{PipelineError, Result};
-use crate::scope::{Digests, Scope, digest, table_digests};
+use crate::scope::{Digests, Scope, digest, study_digests_of, table_digests};
 
 /// Casts a stage result to the table's schema (Delta reads strings as views, lists keep their
 /// field names, …) so that every stage writes exactly the declared types; nullable columns the
@@ -238,11 +238,17 @@ pub(crate) enum Rows<'a> {
     Studies(&'a [String]),
 }
 
-/// A session whose `inputs` are views of the lake's tables filtered to `rows`, with cxrlake's
-/// functions and `functions`. Inputs without a `patient_id` (`study_id`) column, e.g. the
-/// content-addressed `qa_judgements`, are registered whole.
+/// A session whose `inputs` are the lake's tables (as `lake_ctx` sees them: some may be pinned
+/// to the versions in `pinned`) limited to `rows`, with cxrlake's functions and `functions`.
+/// A patient range is a filtered view (Delta file statistics prune it: tables are written in
+/// patient order); a list of studies is read row group by row group
+/// ([`Lake::read_studies`]) into memory, so a scoped run never scans whole tables. Inputs
+/// without a `patient_id` (`study_id`) column, e.g. the content-addressed `qa_judgements`, are
+/// registered whole.
 pub(crate) async fn chunk_context(
+    lake: &Lake,
     lake_ctx: &SessionContext,
+    pinned: &HashMap<String, u64>,
     stage: &'static str,
     inputs: &[&str],
     rows: Rows<'_>,
@@ -258,25 +264,39 @@ pub(crate) async fn chunk_context(
             .await
             .map_err(|e| PipelineError::query(stage, e))?;
         let has = |c: &str| frame.schema().has_column_with_unqualified_name(c);
-        let filter = match rows {
-            Rows::Patients(first, last) if has("patient_id") => Some(
-                col("patient_id")
+        match rows {
+            Rows::Patients(first, last) if has("patient_id") => {
+                let filter = col("patient_id")
                     .gt_eq(lit(first))
-                    .and(col("patient_id").lt_eq(lit(last))),
-            ),
-            Rows::Studies(ids) if has("study_id") => {
-                Some(col("study_id").in_list(ids.iter().map(lit).collect(), false))
+                    .and(col("patient_id").lt_eq(lit(last)));
+                let frame = frame
+                    .filter(filter)
+                    .map_err(|e| PipelineError::query(stage, e))?;
+                ctx.register_table(*table, frame.into_view())
+                    .map_err(|e| PipelineError::query(stage, e))?;
             }
-            _ => None,
-        };
-        let frame = match filter {
-            Some(filter) => frame
-                .filter(filter)
-                .map_err(|e| PipelineError::query(stage, e))?,
-            None => frame,
-        };
-        ctx.register_table(*table, frame.into_view())
-            .map_err(|e| PipelineError::query(stage, e))?;
+            Rows::Studies(ids) if has("study_id") => {
+                let ids: BTreeSet<String> = ids.iter().cloned().collect();
+                let batches = lake
+                    .read_studies(table, pinned.get(*table).copied(), &ids)
+                    .await?;
+                // The types the lake's table provider reads (e.g. string views), so that the
+                // stage's SQL sees what it sees in a full run.
+                let schema = Arc::new(frame.schema().as_arrow().clone());
+                let batches = batches
+                    .iter()
+                    .map(|b| cxrlake_lake::cast_batch(b, &schema))
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                let table_data = MemTable::try_new(schema, vec![batches])
+                    .map_err(|e| PipelineError::query(stage, e))?;
+                ctx.register_table(*table, Arc::new(table_data))
+                    .map_err(|e| PipelineError::query(stage, e))?;
+            }
+            _ => {
+                ctx.register_table(*table, frame.into_view())
+                    .map_err(|e| PipelineError::query(stage, e))?;
+            }
+        }
     }
     Ok(ctx)
 }
@@ -348,19 +368,13 @@ impl ChunkedStage<'_> {
         fingerprint: &serde_json::Value,
     ) -> Result<(Vec<(String, usize)>, u64)> {
         let run = self
-            .run_scoped(
-                lake,
-                &lake.session().await?,
-                fingerprint,
-                &Scope::All,
-                false,
-            )
+            .run_scoped(lake, &HashMap::new(), fingerprint, &Scope::All, false)
             .await?;
         Ok((run.rows, run.version))
     }
 
-    /// Runs the stage over `scope`, reading the tables of `lake_ctx` (e.g. a session with some
-    /// tables pinned to a version, [`Lake::session_with`]). All: chunk by chunk of patients, the
+    /// Runs the stage over `scope`, reading the lake's tables (those in `pinned` at that
+    /// version, [`Lake::session_with`]). All: chunk by chunk of patients, the
     /// first chunk replacing the tables, the others appending. Studies: chunk by chunk of
     /// studies, each replacing exactly its studies' rows. With `detect`, every chunk compares its
     /// studies' new rows with the old ones ([`crate::scope`]) and the result names the studies
@@ -368,11 +382,12 @@ impl ChunkedStage<'_> {
     pub(crate) async fn run_scoped(
         &self,
         lake: &Lake,
-        lake_ctx: &SessionContext,
+        pinned: &HashMap<String, u64>,
         fingerprint: &serde_json::Value,
         scope: &Scope,
         detect: bool,
     ) -> Result<StageRun> {
+        let lake_ctx = &lake.session_with(pinned).await?;
         let statements = statements(self.stage, self.sql)?;
         let chunks: Vec<Chunk> = match scope.studies() {
             None => {
@@ -391,8 +406,9 @@ impl ChunkedStage<'_> {
             }
             Some(ids) => {
                 let ids: Vec<String> = ids.iter().cloned().collect();
-                // Studies per chunk: a patient has about three studies.
-                let per_chunk = self.chunk_patients.saturating_mul(3).clamp(1, 20_000);
+                // Studies per chunk: ten times a full run's (a patient has about three studies),
+                // as every chunk's replace reads the study ids of the table's files.
+                let per_chunk = self.chunk_patients.saturating_mul(30).clamp(1, 20_000);
                 ids.chunks(per_chunk)
                     .map(|c| Chunk::Studies(c.to_vec()))
                     .collect()
@@ -408,7 +424,9 @@ impl ChunkedStage<'_> {
         for (index, chunk) in chunks.iter().enumerate() {
             let last = index + 1 == n_chunks;
             let ctx = chunk_context(
+                lake,
                 lake_ctx,
+                pinned,
                 self.stage,
                 self.inputs,
                 chunk.rows(),
@@ -452,15 +470,19 @@ impl ChunkedStage<'_> {
                 let per_study = def.replace_by == Some("study_id");
                 if detect && per_study {
                     // The chunk's old rows: its studies, or its patient range.
-                    let filter = match chunk {
+                    let old = match chunk {
                         Chunk::Studies(ids) => {
-                            col("study_id").in_list(ids.iter().map(lit).collect(), false)
+                            let ids = ids.iter().cloned().collect();
+                            study_digests_of(lake, self.stage, def.name, &ids).await?
                         }
-                        Chunk::Patients(first, last) => col("patient_id")
-                            .gt_eq(lit(first.as_str()))
-                            .and(col("patient_id").lt_eq(lit(last.as_str()))),
+                        Chunk::Patients(first, last) => {
+                            let filter = col("patient_id")
+                                .gt_eq(lit(first.as_str()))
+                                .and(col("patient_id").lt_eq(lit(last.as_str())));
+                            table_digests(lake_ctx, self.stage, def.name, Some(filter)).await?
+                        }
                     };
-                    let old = table_digests(lake_ctx, self.stage, def.name, Some(filter)).await?;
+                    tracing::debug!(stage = self.stage, table = def.name, "old rows digested");
                     let mut new = Digests::new();
                     digest(self.stage, &batches, &mut new)?;
                     chunk_changed.extend(crate::scope::changed(&old, &new));

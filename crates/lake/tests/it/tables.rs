@@ -5,6 +5,7 @@ use std::sync::Arc;
 use cxrlake_lake::{Lake, LakeError, StageCommit};
 use cxrlake_schemas::{TABLES, rating_field};
 use datafusion::arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringArray};
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use serde_json::json;
 
@@ -231,4 +232,143 @@ async fn rows_len(ctx: &datafusion::prelude::SessionContext) -> usize {
             .iter()
             .map(|b| b.column(0).null_count())
             .sum::<usize>()
+}
+
+/// Reports of the studies `ids` (`s000`, `s001`, …; three per patient `p000`, …), with `text`.
+fn reports(ids: &[usize], text: &str) -> RecordBatch {
+    let column = |f: &dyn Fn(usize) -> String| -> Arc<dyn Array> {
+        Arc::new(StringArray::from(
+            ids.iter().map(|&i| f(i)).collect::<Vec<_>>(),
+        ))
+    };
+    RecordBatch::try_new(
+        cxrlake_schemas::sources::reports(),
+        vec![
+            column(&|i| format!("p{:03}", i / 3)),
+            column(&|i| format!("s{i:03}")),
+            column(&|i| format!("{text} {i}")),
+            column(&|i| format!("files/s{i:03}.txt")),
+            column(&|i| format!("h{i}")),
+        ],
+    )
+    .expect("batch")
+}
+
+/// The active data files of `table`.
+async fn files(lake: &Lake, table: &str) -> std::collections::BTreeSet<String> {
+    let delta = lake.table(table).await.expect("table");
+    delta.get_file_uris().expect("uris").collect()
+}
+
+/// The text column of `sql`'s result.
+async fn texts(lake: &Lake, sql: &str) -> Vec<String> {
+    let ctx = lake.session().await.expect("session");
+    let batches = ctx
+        .sql(sql)
+        .await
+        .expect("plan")
+        .collect()
+        .await
+        .expect("run");
+    batches
+        .iter()
+        .flat_map(|b| {
+            let column = cast(b.column(0), &DataType::Utf8).expect("utf8");
+            column
+                .as_string::<i32>()
+                .iter()
+                .flatten()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn replacing_studies_rewrites_their_files_only_and_reads_their_rows_only() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = Lake::open_url(dir.path().to_str().expect("utf8")).expect("open");
+    lake.init().await.expect("init");
+    // Two files: s000-s149 and s150-s299.
+    let (first, second): (Vec<usize>, Vec<usize>) = (0..300).partition(|&i| i < 150);
+    lake.write("reports")
+        .overwrite()
+        .execute(vec![reports(&first, "old")])
+        .await
+        .expect("write");
+    lake.write("reports")
+        .execute(vec![reports(&second, "old")])
+        .await
+        .expect("append");
+    let before = files(&lake, "reports").await;
+    assert_eq!(before.len(), 2);
+
+    // Replacing s160 rewrites the second file only.
+    lake.write("reports")
+        .replace_studies(vec!["s160".into()])
+        .execute(vec![reports(&[160], "newer")])
+        .await
+        .expect("replace");
+    let after = files(&lake, "reports").await;
+    assert_eq!(
+        before.intersection(&after).count(),
+        1,
+        "the first file is kept"
+    );
+
+    // s010 and s150 get new text, s290 is deleted.
+    let ids = ["s010", "s150", "s290"].map(String::from);
+    let read = lake
+        .read_studies("reports", None, &ids.iter().cloned().collect())
+        .await
+        .expect("read");
+    assert_eq!(read.iter().map(RecordBatch::num_rows).sum::<usize>(), 3);
+    lake.write("reports")
+        .replace_studies(ids.to_vec())
+        .execute(vec![reports(&[10, 150], "new")])
+        .await
+        .expect("replace");
+    assert_eq!(
+        texts(
+            &lake,
+            "SELECT text FROM reports WHERE study_id IN ('s009', 's010', 's150', 's160', 's290', \
+             's299') ORDER BY study_id"
+        )
+        .await,
+        ["old 9", "new 10", "new 150", "newer 160", "old 299"]
+    );
+    assert_eq!(
+        query_i64(&lake, "SELECT count(*) FROM reports").await,
+        vec![299]
+    );
+    let read = lake
+        .read_studies("reports", None, &ids.iter().cloned().collect())
+        .await
+        .expect("read");
+    let mut read_texts: Vec<String> = read
+        .iter()
+        .flat_map(|b| {
+            b.column_by_name("text")
+                .expect("text")
+                .as_string::<i32>()
+                .iter()
+                .flatten()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    read_texts.sort();
+    assert_eq!(read_texts, ["new 10", "new 150"]);
+    // The version before the replace still holds the old rows.
+    let version = lake
+        .table("reports")
+        .await
+        .expect("table")
+        .version()
+        .expect("version");
+    let old = lake
+        .read_studies("reports", Some(version - 1), &ids.iter().cloned().collect())
+        .await
+        .expect("read old");
+    assert_eq!(old.iter().map(RecordBatch::num_rows).sum::<usize>(), 3);
 }

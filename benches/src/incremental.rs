@@ -1,0 +1,180 @@
+//! Benchmark of an incremental run after one added synonym against a full rebuild (DESIGN 2.5,
+//! `crates/pipeline/src/incremental.rs`), on the synthetic corpus.
+//!
+//! ```text
+//! synth → ingest → run --full (old definitions)          the base lake, kept in base/
+//! base/ ──hard-link copy──► work/
+//!   plan, run (new definitions: one synonym added)      "incremental", per stage
+//!   study digests of every per-study table, qa_balance
+//!   run --full (new definitions)                        "full rebuild"
+//!   study digests again: must be equal
+//! ```
+//!
+//! The edit is what a curator does after `SELECT unnest(non_resolved_regions) …`: the corpus
+//! writes "bibasal" for the lung bases, which the definitions do not know, so it becomes a
+//! synonym of `lower lung zones`.
+//!
+//! Scale: `INCREMENTAL_BENCH_STUDIES` (default 20,000); folder `INCREMENTAL_BENCH_DIR`
+//! (default: a temporary folder); `INCREMENTAL_BENCH_REUSE=1` reuses `base/` (else `corpus/`)
+//! from an earlier run; `INCREMENTAL_BENCH_REBUILD=0` stops after the incremental run.
+//! `RUST_LOG=cxrlake_pipeline=info` logs every statement's time.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use cxrlake_benches::env_number;
+use cxrlake_ingest::{IngestOptions, ingest};
+use cxrlake_lake::Lake;
+use cxrlake_pipeline::incremental::{self, PipelineOptions};
+use cxrlake_pipeline::scope::{StudyDigests, study_digests};
+use cxrlake_refdefs::{RefDefs, Sources};
+use cxrlake_synth::{SynthOptions, generate};
+
+/// The per-study tables the stages write.
+const TABLES: [&str; 7] = [
+    "region_boxes",
+    "sentences",
+    "observations_raw",
+    "indications",
+    "observations",
+    "scene_graphs",
+    "qa",
+];
+
+/// The edit: (file, old text, new text).
+const EDIT: (&str, &str, &str) = (
+    "regions.toml",
+    r#"synonyms = ["lung bases", "bases", "lower lungs", "bibasilar regions", "lower zones", "both bases"]"#,
+    r#"synonyms = ["lung bases", "bases", "lower lungs", "bibasilar regions", "lower zones", "both bases", "bibasal"]"#,
+);
+
+#[tokio::main]
+#[allow(clippy::print_stdout)]
+async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let studies = env_number("INCREMENTAL_BENCH_STUDIES", 20_000);
+    let temp = tempfile::tempdir().expect("tempdir");
+    let root = std::env::var("INCREMENTAL_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| temp.path().to_path_buf());
+    let base_dir = root.join("base");
+    let defs = RefDefs::embedded().expect("refdefs");
+    let edited = edited(&defs);
+    let options = PipelineOptions::default();
+    let mut full = options.clone();
+    full.full = true;
+
+    let reuse = std::env::var_os("INCREMENTAL_BENCH_REUSE").is_some();
+    if !reuse || !base_dir.exists() {
+        let corpus = root.join("corpus");
+        let _ = std::fs::remove_dir_all(&base_dir);
+        if !reuse || !corpus.exists() {
+            generate(&SynthOptions::new(studies, 0, &corpus)).expect("synth");
+        }
+        let lake = open(&base_dir);
+        lake.init().await.expect("init");
+        ingest(&lake, &IngestOptions::new(vec![corpus]))
+            .await
+            .expect("ingest");
+        let started = Instant::now();
+        let record = incremental::run(&lake, &defs, &full)
+            .await
+            .expect("full run");
+        println!(
+            "full run (old definitions): {:.1} s\n{record}",
+            started.elapsed().as_secs_f64()
+        );
+    }
+
+    let work_dir = root.join("work");
+    let _ = std::fs::remove_dir_all(&work_dir);
+    link_tree(&base_dir, &work_dir);
+    let lake = open(&work_dir);
+    let started = Instant::now();
+    let plan = incremental::plan(&lake, &edited, &options)
+        .await
+        .expect("plan");
+    println!("plan: {:.2} s\n{plan}", started.elapsed().as_secs_f64());
+    let started = Instant::now();
+    let record = incremental::run(&lake, &edited, &options)
+        .await
+        .expect("incremental run");
+    let incremental_s = started.elapsed().as_secs_f64();
+    println!("incremental run: {incremental_s:.2} s\n{record}");
+    let after = digests(&lake).await;
+
+    if std::env::var("INCREMENTAL_BENCH_REBUILD").is_ok_and(|v| v == "0") {
+        return;
+    }
+    let started = Instant::now();
+    let rebuilt = incremental::run(&lake, &edited, &full)
+        .await
+        .expect("full rebuild");
+    let full_s = started.elapsed().as_secs_f64();
+    println!("full rebuild (new definitions): {full_s:.2} s\n{rebuilt}");
+    let rebuilt_digests = digests(&lake).await;
+    for (table, digest) in &after {
+        assert!(
+            rebuilt_digests.get(table) == Some(digest),
+            "{table}: the incremental run differs from the full rebuild"
+        );
+    }
+    println!(
+        "{studies} studies: incremental {incremental_s:.2} s = {:.1} % of the full rebuild \
+         ({full_s:.2} s); QA pairs regenerated {} of {}; every per-study table and qa_balance \
+         equal to the full rebuild's",
+        100.0 * incremental_s / full_s,
+        record.qa_pairs_touched,
+        record.qa_pairs
+    );
+}
+
+/// The embedded definitions with [`EDIT`] applied.
+fn edited(defs: &RefDefs) -> RefDefs {
+    let (file, old, new) = EDIT;
+    let texts: Vec<(String, String)> = defs
+        .sources()
+        .texts()
+        .into_iter()
+        .map(|(name, text)| {
+            if name != file {
+                return (name, text);
+            }
+            assert!(text.contains(old), "{file} does not contain {old}");
+            let text = text.replacen(old, new, 1);
+            (name, text)
+        })
+        .collect();
+    RefDefs::from_sources(Sources::from_texts(&texts).expect("sources")).expect("edited refdefs")
+}
+
+fn open(dir: &Path) -> Lake {
+    Lake::open_url(dir.to_str().expect("utf8")).expect("open")
+}
+
+/// A copy of `from` at `to` made of hard links (Delta never rewrites a file in place).
+fn link_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            link_tree(&entry.path(), &target);
+        } else {
+            std::fs::hard_link(entry.path(), &target).expect("link");
+        }
+    }
+}
+
+/// Study digests of every per-study table, and qa_balance's rows as one digest.
+async fn digests(lake: &Lake) -> HashMap<&'static str, StudyDigests> {
+    let mut out = HashMap::new();
+    for table in TABLES.into_iter().chain(["qa_balance"]) {
+        out.insert(table, study_digests(lake, table).await.expect("digests"));
+    }
+    out
+}

@@ -1,0 +1,236 @@
+//! Reading the rows of some studies from a per-study table without scanning it (DESIGN 2.5:
+//! an edit recomputes only the studies it touches, and a scoped stage reads only their rows).
+//!
+//! ```text
+//! every data file ── Delta stats, row-group stats (study_id min/max) ──► candidates
+//!   candidates ── the study_id column alone, decoded ──► per row group, a mask of the studies
+//!   masked row groups ── read with a row selection (other rows skipped) ──► the studies' rows
+//! ```
+//!
+//! Files are decoded in parallel. Replacing the studies' rows is delta-rs' replace-where
+//! ([`crate::TableWrite::replace_studies`]): it rewrites the files that hold them and writes the
+//! new rows into files of their own, so a later read or replace of the same studies (judge and
+//! grade after qa, in one incremental run) touches those files only.
+
+use std::collections::BTreeSet;
+use std::ops::Bound;
+
+use bytes::Bytes;
+use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
+use datafusion::arrow::compute::{cast, concat};
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::parquet::arrow::ProjectionMask;
+use datafusion::parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
+};
+use datafusion::parquet::file::metadata::PageIndexPolicy;
+use datafusion::parquet::file::statistics::Statistics;
+use deltalake::DeltaTable;
+use object_store::ObjectStoreExt;
+use serde_json::Value;
+
+use crate::error::{LakeError, Result};
+
+/// One data file that holds some of the studies.
+struct Located {
+    /// The whole file.
+    bytes: Bytes,
+    /// Its footer, decoded for Arrow.
+    metadata: ArrowReaderMetadata,
+    /// Per row group: `None` when it holds none of the studies, else which of its rows do.
+    hits: Vec<Option<BooleanArray>>,
+}
+
+impl Located {
+    /// The rows of row group `index` that `keep` selects; the others are skipped, not decoded
+    /// into arrays.
+    fn rows(&self, index: usize, keep: &BooleanArray) -> Result<Vec<RecordBatch>> {
+        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(
+            self.bytes.clone(),
+            self.metadata.clone(),
+        )
+        .with_row_groups(vec![index])
+        .with_row_selection(RowSelection::from_filters(std::slice::from_ref(keep)))
+        .build()?;
+        Ok(reader.collect::<std::result::Result<Vec<_>, _>>()?)
+    }
+
+    /// The rows of the located studies.
+    fn hit_rows(&self, schema: &SchemaRef) -> Result<Vec<RecordBatch>> {
+        let mut out = Vec::new();
+        for (index, hit) in self.hits.iter().enumerate() {
+            if let Some(mask) = hit {
+                for batch in self.rows(index, mask)? {
+                    out.push(cast_batch(&batch, schema)?);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Whether some of `ids` lie in `[min, max]`.
+fn any_between(ids: &BTreeSet<String>, min: &str, max: &str) -> bool {
+    min <= max
+        && ids
+            .range::<str, _>((Bound::Included(min), Bound::Included(max)))
+            .next()
+            .is_some()
+}
+
+/// The data files of `table` that hold some of `ids`, each with the row groups that do. Files
+/// and row groups whose `study_id` statistics rule the studies out are not read.
+async fn locate(table: &DeltaTable, ids: &BTreeSet<String>) -> Result<Vec<Located>> {
+    let name = table.table_url().to_string();
+    let snapshot = table.snapshot().map_err(|e| LakeError::delta(&name, e))?;
+    let store = table.object_store();
+    let mut located = Vec::new();
+    for file in snapshot.log_data().iter() {
+        if let Some((min, max)) = file_study_range(file.stats().as_deref()) {
+            if !any_between(ids, &min, &max) {
+                continue;
+            }
+        }
+        let path = file.object_store_path();
+        let bytes = store.get(&path).await?.bytes().await?;
+        let metadata = ArrowReaderMetadata::load(
+            &bytes,
+            ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional),
+        )?;
+        let parquet = metadata.metadata();
+        let Some(leaf) = parquet
+            .file_metadata()
+            .schema_descr()
+            .columns()
+            .iter()
+            .position(|c| c.path().parts() == ["study_id"])
+        else {
+            return Err(LakeError::Config(format!(
+                "{path} has no study_id column: only per-study tables can replace studies"
+            )));
+        };
+        let candidates: Vec<usize> = (0..parquet.num_row_groups())
+            .filter(|&i| match parquet.row_group(i).column(leaf).statistics() {
+                Some(Statistics::ByteArray(s)) => match (s.min_opt(), s.max_opt()) {
+                    (Some(min), Some(max)) => match (min.as_utf8(), max.as_utf8()) {
+                        (Ok(min), Ok(max)) => any_between(ids, min, max),
+                        _ => true,
+                    },
+                    _ => true,
+                },
+                _ => true,
+            })
+            .collect();
+        let mut hits: Vec<Option<BooleanArray>> = vec![None; parquet.num_row_groups()];
+        if !candidates.is_empty() {
+            let mask = ProjectionMask::leaves(parquet.file_metadata().schema_descr(), [leaf]);
+            let reader =
+                ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), metadata.clone())
+                    .with_projection(mask)
+                    .with_row_groups(candidates.clone())
+                    .with_batch_size(64 * 1024)
+                    .build()?;
+            let mut columns = Vec::new();
+            for batch in reader {
+                let batch = batch?;
+                columns.push(cast(batch.column(0), &DataType::Utf8)?);
+            }
+            let parts: Vec<&dyn Array> = columns.iter().map(|c| c.as_ref()).collect();
+            let studies = if parts.is_empty() {
+                None
+            } else {
+                Some(concat(&parts)?)
+            };
+            let mut offset = 0;
+            for index in candidates {
+                let rows = parquet.row_group(index).num_rows() as usize;
+                let Some(studies) = &studies else { break };
+                let slice = studies.slice(offset, rows);
+                offset += rows;
+                let mask: BooleanArray = slice
+                    .as_string::<i32>()
+                    .iter()
+                    .map(|id| Some(id.is_some_and(|id| ids.contains(id))))
+                    .collect();
+                if mask.true_count() > 0 {
+                    hits[index] = Some(mask);
+                }
+            }
+        }
+        if hits.iter().any(Option::is_some) {
+            located.push(Located {
+                bytes,
+                metadata,
+                hits,
+            });
+        }
+    }
+    Ok(located)
+}
+
+/// `minValues.study_id` and `maxValues.study_id` of a file's Delta statistics.
+fn file_study_range(stats: Option<&str>) -> Option<(String, String)> {
+    let stats: Value = serde_json::from_str(stats?).ok()?;
+    let value = |key: &str| {
+        stats
+            .get(key)?
+            .get("study_id")?
+            .as_str()
+            .map(str::to_string)
+    };
+    Some((value("minValues")?, value("maxValues")?))
+}
+
+/// The rows of `ids` in `table` (as `schema`), decoding only the rows of the row groups that
+/// hold them, files in parallel.
+pub(crate) async fn read_studies(
+    table: &DeltaTable,
+    ids: &BTreeSet<String>,
+    schema: &SchemaRef,
+) -> Result<Vec<RecordBatch>> {
+    let located = locate(table, ids).await?;
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_thread = located.len().div_ceil(threads).max(1);
+    let parts = std::thread::scope(|scope| {
+        let handles: Vec<_> = located
+            .chunks(per_thread)
+            .map(|files| {
+                scope.spawn(move || {
+                    let mut out = Vec::new();
+                    for file in files {
+                        out.extend(file.hit_rows(schema)?);
+                    }
+                    Ok::<_, LakeError>(out)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect::<Vec<_>>()
+    });
+    let mut out = Vec::new();
+    for part in parts {
+        out.extend(part?);
+    }
+    Ok(out)
+}
+
+/// `batch` cast to `schema`, column by column by name (files and table providers may use other
+/// string and list encodings of the same columns).
+pub fn cast_batch(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|field| {
+            let column = batch.column_by_name(field.name()).ok_or_else(|| {
+                LakeError::Config(format!("a data file has no column {}", field.name()))
+            })?;
+            Ok(cast(column, field.data_type())?)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(RecordBatch::try_new(schema.clone(), columns)?)
+}
