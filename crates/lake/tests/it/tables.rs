@@ -35,16 +35,20 @@ fn batch(rows: &[(&str, i64, &str)]) -> RecordBatch {
     .expect("batch")
 }
 
-async fn query_i64(lake: &Lake, sql: &str) -> Vec<i64> {
+/// The batches of `sql` over the lake's tables.
+async fn query(lake: &Lake, sql: &str) -> Vec<RecordBatch> {
     let ctx = lake.session().await.expect("session");
-    let batches = ctx
-        .sql(sql)
+    ctx.sql(sql)
         .await
         .expect("plan")
         .collect()
         .await
-        .expect("run");
-    batches
+        .expect("run")
+}
+
+async fn query_i64(lake: &Lake, sql: &str) -> Vec<i64> {
+    query(lake, sql)
+        .await
         .iter()
         .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
         .collect()
@@ -262,15 +266,8 @@ async fn files(lake: &Lake, table: &str) -> std::collections::BTreeSet<String> {
 
 /// The text column of `sql`'s result.
 async fn texts(lake: &Lake, sql: &str) -> Vec<String> {
-    let ctx = lake.session().await.expect("session");
-    let batches = ctx
-        .sql(sql)
+    query(lake, sql)
         .await
-        .expect("plan")
-        .collect()
-        .await
-        .expect("run");
-    batches
         .iter()
         .flat_map(|b| {
             let column = cast(b.column(0), &DataType::Utf8).expect("utf8");
