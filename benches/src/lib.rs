@@ -1,8 +1,13 @@
-//! Helpers shared by the benchmark binaries in this folder.
+//! Helpers shared by the benchmark binaries in this folder, and their allocator.
 
 use std::time::Instant;
 
 use datafusion::prelude::SessionContext;
+
+/// The allocator of the `cxrlake` binary (mimalloc), so that bench figures are the CLI's. Every
+/// bench binary uses this crate, so it links this allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The number in the environment variable `name`, else `default`.
 pub fn env_number(name: &str, default: usize) -> usize {

@@ -14,6 +14,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use cxrlake_benches::env_number;
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
 use cxrlake_pipeline::balance;
@@ -38,10 +39,7 @@ async fn main() {
     let stages =
         std::env::var("STAGES_BENCH_STAGES").unwrap_or_else(|_| "map,graph,qa,judge".into());
     let runs = |stage: &str| stages.split(',').any(|s| s.trim() == stage);
-    let studies: usize = std::env::var("STAGES_BENCH_STUDIES")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2_000);
+    let studies = env_number("STAGES_BENCH_STUDIES", 2_000);
     let temp = tempfile::tempdir().expect("tempdir");
     let root = std::env::var("STAGES_BENCH_DIR")
         .map(PathBuf::from)

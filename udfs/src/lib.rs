@@ -1,8 +1,9 @@
 //! cxrlake's DataFusion functions and planner rules: one function per file, registered once.
 //!
 //! Families are modules (`rating`, `boxes`, later `llm`, `embed`). [`session_context`] builds the
-//! `SessionContext` every cxrlake command uses: DataFusion's defaults plus all of our functions
-//! and the rating-order rule, so any SQL over the lake sees the same semantics.
+//! `SessionContext` every cxrlake command uses: DataFusion's defaults plus all of our functions,
+//! the rating-order rule and the zero-copy unnest ([`unnest`]), so any SQL over the lake sees the
+//! same semantics.
 
 mod args;
 pub mod boxes;
@@ -17,6 +18,7 @@ pub mod qa;
 pub mod rating;
 pub mod release;
 mod rows;
+pub mod unnest;
 
 use std::sync::Arc;
 
@@ -33,6 +35,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(rating::ToRatingFunc::new())),
         Arc::new(ScalarUDF::from(rating::ReleaseRatingFunc::new())),
         Arc::new(ScalarUDF::from(release::KeepImagesFunc::new())),
+        Arc::new(ScalarUDF::from(release::ListLengthFunc::new())),
         Arc::new(ScalarUDF::from(release::SampleHashFunc::new())),
         Arc::new(ScalarUDF::from(release::QualityValueFunc::new())),
         Arc::new(ScalarUDF::from(release::ExtractionRatingFunc::new())),
@@ -69,8 +72,9 @@ pub fn register_all(ctx: &SessionContext) {
     }
 }
 
-/// A `SessionContext` with DataFusion's defaults, cxrlake's functions and the rating-order rule
-/// (which runs before type coercion, so it sees the query as written).
+/// A `SessionContext` with DataFusion's defaults, cxrlake's functions, the rating-order rule
+/// (which runs before type coercion, so it sees the query as written) and the zero-copy unnest
+/// (a physical optimizer rule, after DataFusion's own).
 pub fn session_context(config: SessionConfig) -> SessionContext {
     session_context_on(config, Arc::new(RuntimeEnv::default()))
 }
@@ -85,6 +89,7 @@ pub fn session_context_on(config: SessionConfig, runtime: Arc<RuntimeEnv>) -> Se
         .with_runtime_env(runtime)
         .with_default_features()
         .with_analyzer_rules(rules)
+        .with_physical_optimizer_rule(Arc::new(unnest::SliceUnnestRule::new()))
         .build();
     let ctx = SessionContext::new_with_state(state);
     register_all(&ctx);

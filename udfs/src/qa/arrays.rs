@@ -1,30 +1,31 @@
 //! Generated questions → the Arrow array `generate_qa` returns, built column by column from the
-//! declared `qa` fields (no JSON round trip: the QA table is the largest one, ~185 rows per
-//! study with several answer parts each).
+//! declared `qa` fields (no JSON round trip: the QA table is the largest one, ~230 rows per
+//! study with several answer parts each). The columns of a struct are built on every core.
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
     ArrayRef, BooleanArray, FixedSizeListArray, Float32Array, Int32Array, Int64Array, ListArray,
-    StringArray, StructArray, new_null_array,
+    StringBuilder, StructArray, new_null_array,
 };
 use datafusion::arrow::buffer::{NullBuffer, OffsetBuffer};
 use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
 use datafusion::common::{Result, exec_datafusion_err};
+use rayon::prelude::*;
 
-use super::engine::{AnswerPart, ModifierPair, Question, Variable};
+use super::engine::{AnswerPart, ModifierPair, Question, Texts, Variable};
 use super::generate_qa::generated_type;
 use super::scene::Localization;
 use crate::map::ObsQuality;
 
 /// One list of questions per study row.
-pub fn questions_array(rows: &[Vec<Question>]) -> Result<ArrayRef> {
+pub fn questions_array(rows: &[Vec<Question<'_>>]) -> Result<ArrayRef> {
     let DataType::List(item) = generated_type() else {
         return Err(exec_datafusion_err!(
             "generate_qa: return type is not a list"
         ));
     };
-    let questions: Vec<&Question> = rows.iter().flatten().collect();
+    let questions: Vec<&Question<'_>> = rows.iter().flatten().collect();
     let values = question_struct(struct_fields(&item)?, &questions)?;
     list(&item, rows.iter().map(Vec::len), values)
 }
@@ -64,33 +65,62 @@ fn list(
     )?))
 }
 
-fn utf8<'a>(values: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
-    Arc::new(values.collect::<StringArray>())
+/// A UTF-8 array, its buffers sized up front (growing them copies every string again).
+fn utf8<'a>(values: impl Iterator<Item = Option<&'a str>> + Clone) -> ArrayRef {
+    let (items, bytes) = values
+        .clone()
+        .fold((0, 0), |(n, b), v| (n + 1, b + v.map_or(0, str::len)));
+    let mut builder = StringBuilder::with_capacity(items, bytes);
+    builder.extend(values);
+    Arc::new(builder.finish())
 }
 
 fn booleans(values: impl Iterator<Item = bool>) -> ArrayRef {
     Arc::new(values.map(Some).collect::<BooleanArray>())
 }
 
-/// `list<utf8>` from one slice per row.
+/// `list<utf8>` of rows with these lengths and values (all rows' values in order).
 fn string_list<'a>(
     field: &Field,
-    rows: impl Iterator<Item = &'a [String]> + Clone,
+    lengths: impl Iterator<Item = usize>,
+    values: impl Iterator<Item = &'a str> + Clone,
 ) -> Result<ArrayRef> {
-    let values = utf8(rows.clone().flatten().map(|s| Some(s.as_str())));
-    list(item_field(field)?, rows.map(<[String]>::len), values)
+    list(item_field(field)?, lengths, utf8(values.map(Some)))
 }
 
-/// A struct array of `fields`, one column per field name from `column`, NULL columns for names
-/// it does not know (judged later).
+/// `list<utf8>` of one [`Texts`] per row.
+fn texts_list<'t, 'a: 't>(
+    field: &Field,
+    rows: impl Iterator<Item = &'t Texts<'a>> + Clone,
+) -> Result<ArrayRef> {
+    let (mut items, mut bytes) = (0, 0);
+    for texts in rows.clone() {
+        texts.for_each(|t| {
+            items += 1;
+            bytes += t.len();
+        });
+    }
+    let mut values = StringBuilder::with_capacity(items, bytes);
+    for texts in rows.clone() {
+        texts.for_each(|t| values.append_value(t));
+    }
+    list(
+        item_field(field)?,
+        rows.map(Texts::len),
+        Arc::new(values.finish()),
+    )
+}
+
+/// A struct array of `fields`, one column per field name from `column` (built in parallel), NULL
+/// columns for names it does not know (judged later).
 fn structure(
     fields: &Fields,
     len: usize,
     nulls: Option<NullBuffer>,
-    mut column: impl FnMut(&Field) -> Result<Option<ArrayRef>>,
+    column: impl Fn(&Field) -> Result<Option<ArrayRef>> + Sync,
 ) -> Result<ArrayRef> {
     let columns = fields
-        .iter()
+        .par_iter()
         .map(|f| Ok(column(f)?.unwrap_or_else(|| new_null_array(f.data_type(), len))))
         .collect::<Result<Vec<_>>>()?;
     Ok(Arc::new(StructArray::try_new(
@@ -100,17 +130,21 @@ fn structure(
     )?))
 }
 
-fn question_struct(fields: &Fields, qs: &[&Question]) -> Result<ArrayRef> {
+fn question_struct(fields: &Fields, qs: &[&Question<'_>]) -> Result<ArrayRef> {
     structure(fields, qs.len(), None, |f| {
         Ok(Some(match f.name().as_str() {
             "question_id" => utf8(qs.iter().map(|q| Some(q.question_id.as_str()))),
-            "question_type" => utf8(qs.iter().map(|q| Some(q.question_type.as_str()))),
+            "question_type" => utf8(qs.iter().map(|q| Some(q.question_type))),
             "question_strategy" => utf8(qs.iter().map(|q| Some(q.question_strategy))),
-            "question" => utf8(qs.iter().map(|q| Some(q.question.as_str()))),
+            "question" => utf8(qs.iter().map(|q| Some(q.question.as_ref()))),
             "contains_report_answers" => booleans(qs.iter().map(|q| q.contains_report_answers)),
             "contains_template_answers" => booleans(qs.iter().map(|q| q.contains_template_answers)),
-            "obs_ids" => string_list(f, qs.iter().map(|q| q.obs_ids.as_slice()))?,
-            "extraction_quality" => quality(f, qs.iter().map(|q| q.extraction_quality.as_ref()))?,
+            "obs_ids" => string_list(
+                f,
+                qs.iter().map(|q| q.obs_ids.len()),
+                qs.iter().flat_map(|q| q.obs_ids.iter().copied()),
+            )?,
+            "extraction_quality" => quality(f, qs.iter().map(|q| q.extraction_quality.as_deref()))?,
             "variables" => {
                 let item = item_field(f)?;
                 let vars: Vec<&Variable> = qs.iter().flat_map(|q| &q.variables).collect();
@@ -148,7 +182,7 @@ fn question_struct(fields: &Fields, qs: &[&Question]) -> Result<ArrayRef> {
             }
             "answers" => {
                 let item = item_field(f)?;
-                let parts: Vec<&AnswerPart> = qs.iter().flat_map(|q| &q.answers).collect();
+                let parts: Vec<&AnswerPart<'_>> = qs.iter().flat_map(|q| &q.answers).collect();
                 let values = answer_struct(struct_fields(item)?, &parts)?;
                 list(item, qs.iter().map(|q| q.answers.len()), values)?
             }
@@ -157,10 +191,14 @@ fn question_struct(fields: &Fields, qs: &[&Question]) -> Result<ArrayRef> {
     })
 }
 
-fn answer_struct(fields: &Fields, ps: &[&AnswerPart]) -> Result<ArrayRef> {
+fn answer_struct(fields: &Fields, ps: &[&AnswerPart<'_>]) -> Result<ArrayRef> {
     structure(fields, ps.len(), None, |f| {
-        let text = |get: fn(&AnswerPart) -> Option<&str>| utf8(ps.iter().map(|p| get(p)));
-        let texts = |get: fn(&AnswerPart) -> &[String]| string_list(f, ps.iter().map(|p| get(p)));
+        let text = |get: for<'p, 'a> fn(&'p AnswerPart<'a>) -> Option<&'p str>| {
+            utf8(ps.iter().map(|p| get(p)))
+        };
+        let texts = |get: for<'p, 'a> fn(&'p AnswerPart<'a>) -> &'p Texts<'a>| {
+            texts_list(f, ps.iter().map(|p| get(p)))
+        };
         Ok(Some(match f.name().as_str() {
             "answer_id" => Arc::new(ps.iter().map(|p| Some(p.answer_id)).collect::<Int64Array>()),
             "parent_answer_id" => Arc::new(
@@ -174,11 +212,11 @@ fn answer_struct(fields: &Fields, ps: &[&AnswerPart]) -> Result<ArrayRef> {
                     .collect::<Int32Array>(),
             ),
             "answer_type" => text(|p| Some(p.answer_type)),
-            "text" => text(|p| Some(p.text.as_str())),
-            "name_tag" => text(|p| p.name_tag.as_deref()),
-            "laterality" => text(|p| p.laterality.as_deref()),
-            "certainty" => text(|p| p.certainty.as_deref()),
-            "positiveness" => text(|p| p.positiveness.as_deref()),
+            "text" => text(|p| Some(p.text.as_ref())),
+            "name_tag" => text(|p| p.name_tag),
+            "laterality" => text(|p| p.laterality),
+            "certainty" => text(|p| p.certainty),
+            "positiveness" => text(|p| p.positiveness),
             "regions" => texts(|p| &p.regions)?,
             "obs_entities" => texts(|p| &p.obs_entities)?,
             "obs_entities_parents" => texts(|p| &p.obs_entities_parents)?,
@@ -186,14 +224,14 @@ fn answer_struct(fields: &Fields, ps: &[&AnswerPart]) -> Result<ArrayRef> {
             "obs_subcategories" => texts(|p| &p.obs_subcategories)?,
             "obs_ids" => texts(|p| &p.obs_ids)?,
             "from_report" => booleans(ps.iter().map(|p| p.from_report)),
-            "extraction_quality" => quality(f, ps.iter().map(|p| p.extraction_quality.as_ref()))?,
+            "extraction_quality" => quality(f, ps.iter().map(|p| p.extraction_quality.as_deref()))?,
             "modifiers" => {
                 let item = item_field(f)?;
-                let all: Vec<&ModifierPair> = ps.iter().flat_map(|p| &p.modifiers).collect();
+                let all: Vec<&ModifierPair<'_>> = ps.iter().flat_map(|p| &p.modifiers).collect();
                 let values = structure(struct_fields(item)?, all.len(), None, |g| {
                     Ok(match g.name().as_str() {
                         "modifier_type" => Some(utf8(all.iter().map(|m| Some(m.modifier_type)))),
-                        "value" => Some(utf8(all.iter().map(|m| Some(m.value.as_str())))),
+                        "value" => Some(utf8(all.iter().map(|m| Some(m.value)))),
                         _ => None,
                     })
                 })?;
@@ -201,7 +239,8 @@ fn answer_struct(fields: &Fields, ps: &[&AnswerPart]) -> Result<ArrayRef> {
             }
             "localization" => {
                 let item = item_field(f)?;
-                let all: Vec<&Localization> = ps.iter().flat_map(|p| &p.localization).collect();
+                let all: Vec<&Localization> =
+                    ps.iter().flat_map(|p| p.localization.iter()).collect();
                 let values = localization_struct(struct_fields(item)?, &all)?;
                 list(item, ps.iter().map(|p| p.localization.len()), values)?
             }
@@ -218,11 +257,16 @@ fn localization_struct(fields: &Fields, ls: &[&Localization]) -> Result<ArrayRef
             "is_fallback" => Arc::new(ls.iter().map(|l| l.is_fallback).collect::<BooleanArray>()),
             "localization_reference_ids" => string_list(
                 f,
-                ls.iter().map(|l| l.localization_reference_ids.as_slice()),
+                ls.iter().map(|l| l.localization_reference_ids.len()),
+                ls.iter()
+                    .flat_map(|l| l.localization_reference_ids.iter().map(String::as_str)),
             )?,
-            "missing_localization" => {
-                string_list(f, ls.iter().map(|l| l.missing_localization.as_slice()))?
-            }
+            "missing_localization" => string_list(
+                f,
+                ls.iter().map(|l| l.missing_localization.len()),
+                ls.iter()
+                    .flat_map(|l| l.missing_localization.iter().map(String::as_str)),
+            )?,
             "bboxes" => {
                 let item = item_field(f)?;
                 let DataType::FixedSizeList(coord, 4) = item.data_type() else {
@@ -254,7 +298,7 @@ fn localization_struct(fields: &Fields, ls: &[&Localization]) -> Result<ArrayRef
 /// The five extraction-quality levels (NULL rows for `None`).
 fn quality<'a>(
     field: &Field,
-    rows: impl Iterator<Item = Option<&'a ObsQuality>> + Clone,
+    rows: impl Iterator<Item = Option<&'a ObsQuality>> + Clone + Sync,
 ) -> Result<ArrayRef> {
     let len = rows.clone().count();
     let valid: Vec<bool> = rows.clone().map(|q| q.is_some()).collect();

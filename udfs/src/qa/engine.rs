@@ -2,7 +2,12 @@
 //! variable binding (subcategory, region, finding), filter the observations, run the strategy
 //! (named subsets and state), fill the main template answer and turn the subsets into answer
 //! parts (children follow `obs_relations`). `templates/README.md` describes the semantics.
+//!
+//! Questions borrow their texts from the scene graph and the templates wherever they can
+//! (`Cow`, [`Texts`]): a study has ~230 questions with several answer parts each, and copying
+//! every tag list and localization into each part cost more than choosing them.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use cxrlake_templates::{
@@ -12,7 +17,7 @@ use cxrlake_templates::{
 use super::balance::{Balance, unit_hash};
 use super::scene::{Localization, Obs, ObsKind, Scene};
 use crate::graph::worst_quality;
-use crate::map::{ObsQuality, Reference};
+use crate::map::{ObsQuality, Reference, RegionRef};
 
 /// `{name, value_json}` of `qa.variables`.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,11 +30,68 @@ pub struct Variable {
 
 /// `[type, value]` of an answer part's modifiers.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ModifierPair {
+pub struct ModifierPair<'a> {
     /// severity, texture, spread, temporal.
     pub modifier_type: &'static str,
     /// The value.
-    pub value: String,
+    pub value: &'a str,
+}
+
+/// A list of texts of an answer part: an observation's own list, or texts gathered from the
+/// question's region or finding and its tagged observations.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Texts<'a> {
+    /// A list of the scene graph, as it is.
+    Slice(&'a [String]),
+    /// The names of an observation's regions.
+    Regions(&'a [RegionRef]),
+    /// Texts gathered one by one (each once).
+    Gathered(Vec<&'a str>),
+}
+
+impl Default for Texts<'_> {
+    fn default() -> Self {
+        Texts::Gathered(Vec::new())
+    }
+}
+
+impl<'a> Texts<'a> {
+    /// Calls `f` with each text, in order.
+    pub fn for_each(&self, mut f: impl FnMut(&'a str)) {
+        match self {
+            Texts::Slice(texts) => texts.iter().for_each(|t| f(t)),
+            Texts::Regions(regions) => regions.iter().for_each(|r| f(&r.region)),
+            Texts::Gathered(texts) => texts.iter().for_each(|t| f(t)),
+        }
+    }
+
+    /// How many texts.
+    pub fn len(&self) -> usize {
+        match self {
+            Texts::Slice(texts) => texts.len(),
+            Texts::Regions(regions) => regions.len(),
+            Texts::Gathered(texts) => texts.len(),
+        }
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Adds `value` unless it is there.
+    fn push_unique(&mut self, value: &'a str) {
+        if !matches!(self, Texts::Gathered(_)) {
+            let mut gathered = Vec::with_capacity(self.len() + 1);
+            self.for_each(|t| gathered.push(t));
+            *self = Texts::Gathered(gathered);
+        }
+        if let Texts::Gathered(texts) = self
+            && !texts.contains(&value)
+        {
+            texts.push(value);
+        }
+    }
 }
 
 /// `{image_id, localization_quality}`.
@@ -43,7 +105,7 @@ pub struct ImageQualityOut {
 
 /// One answer part (D.2), flat: `parent_answer_id` and `answer_level` give the hierarchy.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AnswerPart {
+pub struct AnswerPart<'a> {
     /// Counter within the question, from 0.
     pub answer_id: i64,
     /// The part this one is a sub-answer of.
@@ -53,62 +115,62 @@ pub struct AnswerPart {
     /// main_answer, details, related_information.
     pub answer_type: &'static str,
     /// Text.
-    pub text: String,
+    pub text: Cow<'a, str>,
     /// Short text.
-    pub name_tag: Option<String>,
+    pub name_tag: Option<&'a str>,
     /// Laterality.
-    pub laterality: Option<String>,
+    pub laterality: Option<&'a str>,
     /// Region names.
-    pub regions: Vec<String>,
+    pub regions: Texts<'a>,
     /// Findings.
-    pub obs_entities: Vec<String>,
+    pub obs_entities: Texts<'a>,
     /// Their parents.
-    pub obs_entities_parents: Vec<String>,
+    pub obs_entities_parents: Texts<'a>,
     /// Categories.
-    pub obs_categories: Vec<String>,
+    pub obs_categories: Texts<'a>,
     /// Subcategories.
-    pub obs_subcategories: Vec<String>,
+    pub obs_subcategories: Texts<'a>,
     /// Certainty.
-    pub certainty: Option<String>,
+    pub certainty: Option<&'a str>,
     /// Positiveness.
-    pub positiveness: Option<String>,
+    pub positiveness: Option<&'a str>,
     /// `[type, value]` pairs.
-    pub modifiers: Vec<ModifierPair>,
+    pub modifiers: Vec<ModifierPair<'a>>,
     /// Per image.
-    pub localization: Vec<Localization>,
+    pub localization: Cow<'a, [Localization]>,
     /// From an observation node.
     pub from_report: bool,
     /// Observations it is derived from.
-    pub obs_ids: Vec<String>,
+    pub obs_ids: Texts<'a>,
     /// Worst extraction quality of those.
-    pub extraction_quality: Option<ObsQuality>,
+    pub extraction_quality: Option<Cow<'a, ObsQuality>>,
 }
 
 /// One `qa` row without the study keys and the judged columns.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Question {
+pub struct Question<'a> {
     /// `<template>_<NNN>`.
     pub question_id: String,
     /// The template id.
-    pub question_type: String,
+    pub question_type: &'a str,
     /// The strategy.
     pub question_strategy: &'static str,
     /// Variable bindings.
     pub variables: Vec<Variable>,
     /// Observations the answer is derived from.
-    pub obs_ids: Vec<String>,
+    pub obs_ids: Vec<&'a str>,
     /// Any part from the report.
     pub contains_report_answers: bool,
     /// Any part from a template.
     pub contains_template_answers: bool,
     /// Worst over the observations.
-    pub extraction_quality: Option<ObsQuality>,
+    pub extraction_quality: Option<Cow<'a, ObsQuality>>,
     /// Worst localization per image over the parts.
     pub question_img_localization_quality: Vec<ImageQualityOut>,
     /// Question text.
-    pub question: String,
+    pub question: Cow<'a, str>,
     /// Answer parts, parents before children.
-    pub answers: Vec<AnswerPart>,
+    pub answers: Vec<AnswerPart<'a>>,
 }
 
 /// Everything generation reads besides the scene graph.
@@ -199,8 +261,9 @@ impl Engine {
     }
 
     /// Every question of one study, template by template.
-    pub fn generate(&self, scene: &Scene) -> Vec<Question> {
-        let mut out = Vec::new();
+    pub fn generate<'a>(&'a self, scene: &'a Scene) -> Vec<Question<'a>> {
+        // About 230 questions per study: no regrowing (a question is a large struct).
+        let mut out = Vec::with_capacity(256);
         let regions = self.region_set(scene, RegionSet::All);
         let device_regions = self.region_set(scene, RegionSet::Device);
         let (findings, devices) = self.finding_sets(scene);
@@ -216,7 +279,7 @@ impl Engine {
                     .map(|v| Some((v.value.as_str(), v.text.as_str())))
                     .collect()
             };
-            let mut bindings: Vec<Binding<'_>> = Vec::new();
+            let mut bindings: Vec<Binding<'a>> = Vec::new();
             for subcategory in subcats {
                 match template.strategy {
                     Strategy::Indication | Strategy::Abnormal => bindings.push(Binding {
@@ -230,7 +293,7 @@ impl Engine {
                         };
                         bindings.extend(set.iter().map(|r| Binding {
                             subcategory,
-                            region: Some(r.as_str()),
+                            region: Some(*r),
                             finding: None,
                         }));
                     }
@@ -242,7 +305,7 @@ impl Engine {
                         bindings.extend(set.iter().map(|f| Binding {
                             subcategory,
                             region: None,
-                            finding: Some(f.as_str()),
+                            finding: Some(*f),
                         }));
                     }
                 }
@@ -260,26 +323,27 @@ impl Engine {
 
     /// The regions asked about: graph region nodes, defaults and sampled ones (or the device
     /// regions and the regions devices are located at).
-    fn region_set(&self, scene: &Scene, set: RegionSet) -> BTreeSet<String> {
+    fn region_set<'a>(&'a self, scene: &'a Scene, set: RegionSet) -> BTreeSet<&'a str> {
         let settings = &self.templates.strategies.region_abnormal;
         let mut out = BTreeSet::new();
         match set {
             RegionSet::All => {
-                out.extend(scene.graph.regions.iter().map(|r| r.region.clone()));
-                out.extend(settings.default_regions.iter().cloned());
+                out.extend(scene.graph.regions.iter().map(|r| r.region.as_str()));
+                out.extend(settings.default_regions.iter().map(String::as_str));
                 let seed = self.templates.strategies.seed;
                 for (region, p) in &self.balance.regions {
-                    if !out.contains(region) && unit_hash(seed, &scene.graph.study_id, region) < *p
+                    if !out.contains(region.as_str())
+                        && unit_hash(seed, &scene.graph.study_id, region) < *p
                     {
-                        out.insert(region.clone());
+                        out.insert(region.as_str());
                     }
                 }
             }
             RegionSet::Device => {
-                out.extend(settings.device_regions.iter().cloned());
+                out.extend(settings.device_regions.iter().map(String::as_str));
                 for o in scene.obs() {
                     if o.kind() == ObsKind::Device {
-                        out.extend(o.regions.iter().map(|r| r.region.clone()));
+                        out.extend(o.regions.iter().map(|r| r.region.as_str()));
                     }
                 }
             }
@@ -289,26 +353,28 @@ impl Engine {
     }
 
     /// The findings and the devices asked about.
-    fn finding_sets(&self, scene: &Scene) -> (BTreeSet<String>, BTreeSet<String>) {
+    fn finding_sets<'a>(&'a self, scene: &'a Scene) -> (BTreeSet<&'a str>, BTreeSet<&'a str>) {
         let settings = &self.templates.strategies.finding;
         let mut all = BTreeSet::new();
         for o in scene.obs() {
-            all.extend(o.obs_entities.iter().cloned());
-            all.extend(o.obs_entities_parents.iter().cloned());
+            all.extend(o.obs_entities.iter().map(String::as_str));
+            all.extend(o.obs_entities_parents.iter().map(String::as_str));
         }
-        all.extend(settings.default_findings.iter().cloned());
-        all.extend(settings.default_devices.iter().cloned());
+        all.extend(settings.default_findings.iter().map(String::as_str));
+        all.extend(settings.default_devices.iter().map(String::as_str));
         let seed = self.templates.strategies.seed;
         for (finding, p) in &self.balance.findings {
-            if !all.contains(finding) && unit_hash(seed, &scene.graph.study_id, finding) < *p {
-                all.insert(finding.clone());
+            if !all.contains(finding.as_str())
+                && unit_hash(seed, &scene.graph.study_id, finding) < *p
+            {
+                all.insert(finding.as_str());
             }
         }
         let mut findings = BTreeSet::new();
         let mut devices = BTreeSet::new();
         let normal = &self.templates.strategies.normal_findings;
-        for name in all.into_iter().filter(|f| !normal.contains(f)) {
-            match self.reference.finding(&name).map(|f| f.category.as_str()) {
+        for name in all.into_iter().filter(|f| !normal.iter().any(|n| n == f)) {
+            match self.reference.finding(name).map(|f| f.category.as_str()) {
                 Some("DEVICE") => {
                     devices.insert(name);
                 }
@@ -498,19 +564,19 @@ impl Engine {
     }
 
     /// One question, or `None` when its answer would have no main answer part.
-    fn question(
-        &self,
-        scene: &Scene,
-        template: &Template,
-        binding: &Binding<'_>,
+    fn question<'a>(
+        &'a self,
+        scene: &'a Scene,
+        template: &'a Template,
+        binding: &Binding<'a>,
         question_id: String,
-    ) -> Option<Question> {
+    ) -> Option<Question<'a>> {
         let subsets = self.strategy(scene, template, binding);
         if template.strategy == Strategy::Indication && !subsets.oind {
             return None;
         }
         let obs = scene.obs();
-        let fill = |text: &str| self.fill(text, scene, binding, &subsets);
+        let fill = |text: &'a str| self.fill(text, scene, binding, &subsets);
         let mut builder = AnswerBuilder::new(scene);
         if let Some(case) = template
             .main
@@ -561,36 +627,35 @@ impl Engine {
                 value_json: json_string(finding),
             });
         }
-        let mut obs_ids: Vec<String> = Vec::new();
+        let mut obs_ids: Vec<&str> = Vec::new();
         for a in &answers {
-            for id in &a.obs_ids {
-                if !obs_ids.contains(id) {
-                    obs_ids.push(id.clone());
+            a.obs_ids.for_each(|id| {
+                if !obs_ids.contains(&id) {
+                    obs_ids.push(id);
                 }
-            }
+            });
         }
-        let qualities: Vec<&ObsQuality> = builder
+        let qualities = builder
             .used
             .iter()
-            .filter_map(|&i| obs[i].obs_quality.as_ref())
-            .collect();
+            .filter_map(|&i| obs[i].obs_quality.as_ref());
         Some(Question {
             question_id,
-            question_type: template.id.clone(),
+            question_type: &template.id,
             question_strategy: template.strategy.as_str(),
             variables,
             obs_ids,
             contains_report_answers: answers.iter().any(|a| a.from_report),
             contains_template_answers: answers.iter().any(|a| !a.from_report),
-            extraction_quality: worst_quality(qualities),
+            extraction_quality: worst(qualities),
             question_img_localization_quality: image_quality(&answers),
-            question: fill(&question_text),
+            question: fill(question_text),
             answers,
         })
     }
 
     /// The phrasing of `template` for this question (by hash, reproducible).
-    fn pick(&self, template: &Template, scene: &Scene, question_id: &str) -> String {
+    fn pick<'a>(&self, template: &'a Template, scene: &Scene, question_id: &str) -> &'a str {
         let n = template.questions.len().max(1);
         let u = unit_hash(
             self.templates.strategies.seed,
@@ -598,13 +663,19 @@ impl Engine {
             question_id,
         );
         let index = ((u * n as f64) as usize).min(n - 1);
-        template.questions.get(index).cloned().unwrap_or_default()
+        template.questions.get(index).map_or("", String::as_str)
     }
 
     /// `text` with its placeholders filled.
-    fn fill(&self, text: &str, scene: &Scene, binding: &Binding<'_>, subsets: &Subsets) -> String {
+    fn fill<'a>(
+        &self,
+        text: &'a str,
+        scene: &Scene,
+        binding: &Binding<'_>,
+        subsets: &Subsets,
+    ) -> Cow<'a, str> {
         if !text.contains('{') {
-            return text.to_string();
+            return Cow::Borrowed(text);
         }
         let obs = scene.obs();
         let positives: Vec<&Obs> = subsets
@@ -657,19 +728,19 @@ impl Engine {
             }
             out = out.replace("{severity}", &join_and(&values));
         }
-        out
+        Cow::Owned(out)
     }
 
     /// A template answer part carrying the tags and boxes of `tagged` observations (and of
     /// the question's region or finding).
-    fn template_part(
-        &self,
-        scene: &Scene,
-        binding: &Binding<'_>,
-        text: String,
+    fn template_part<'a>(
+        &'a self,
+        scene: &'a Scene,
+        binding: &Binding<'a>,
+        text: Cow<'a, str>,
         answer_type: AnswerType,
         tagged: &[usize],
-    ) -> (AnswerPart, Vec<usize>) {
+    ) -> (AnswerPart<'a>, Vec<usize>) {
         let obs = scene.obs();
         let mut part = AnswerPart {
             answer_id: 0,
@@ -679,39 +750,39 @@ impl Engine {
             text,
             name_tag: None,
             laterality: None,
-            regions: Vec::new(),
-            obs_entities: Vec::new(),
-            obs_entities_parents: Vec::new(),
-            obs_categories: Vec::new(),
-            obs_subcategories: Vec::new(),
+            regions: Texts::default(),
+            obs_entities: Texts::default(),
+            obs_entities_parents: Texts::default(),
+            obs_categories: Texts::default(),
+            obs_subcategories: Texts::default(),
             certainty: None,
             positiveness: None,
             modifiers: Vec::new(),
-            localization: Vec::new(),
+            localization: Cow::Borrowed(&[]),
             from_report: false,
-            obs_ids: Vec::new(),
+            obs_ids: Texts::default(),
             extraction_quality: None,
         };
         if let Some(region) = binding.region {
-            push_unique(&mut part.regions, region);
+            part.regions.push_unique(region);
             if let Some(node) = scene.region_node(region) {
-                part.laterality = node.laterality.clone();
+                part.laterality = node.laterality.as_deref();
                 merge_localization(&mut part.localization, &node.localization);
             }
-            part.name_tag = Some(region.to_string());
+            part.name_tag = Some(region);
         }
         if let Some(finding) = binding.finding {
-            push_unique(&mut part.obs_entities, finding);
+            part.obs_entities.push_unique(finding);
             if let Some(info) = self.reference.finding(finding) {
-                push_unique(&mut part.obs_categories, &info.category);
+                part.obs_categories.push_unique(&info.category);
                 for s in &info.subcategories {
-                    push_unique(&mut part.obs_subcategories, s);
+                    part.obs_subcategories.push_unique(s);
                 }
                 for p in &info.parents {
-                    push_unique(&mut part.obs_entities_parents, p);
+                    part.obs_entities_parents.push_unique(p);
                 }
             }
-            part.name_tag = Some(finding.to_string());
+            part.name_tag = Some(finding);
         }
         let mut lateralities: Vec<&str> = Vec::new();
         let mut any_pos = false;
@@ -719,19 +790,19 @@ impl Engine {
         for &i in tagged {
             let o = &obs[i];
             for r in &o.regions {
-                push_unique(&mut part.regions, &r.region);
+                part.regions.push_unique(&r.region);
             }
             for e in &o.obs_entities {
-                push_unique(&mut part.obs_entities, e);
+                part.obs_entities.push_unique(e);
             }
             for e in &o.obs_entities_parents {
-                push_unique(&mut part.obs_entities_parents, e);
+                part.obs_entities_parents.push_unique(e);
             }
             for c in &o.obs_categories {
-                push_unique(&mut part.obs_categories, c);
+                part.obs_categories.push_unique(c);
             }
             for c in &o.obs_subcategories {
-                push_unique(&mut part.obs_subcategories, c);
+                part.obs_subcategories.push_unique(c);
             }
             if let Some(l) = o.laterality.as_deref()
                 && !lateralities.contains(&l)
@@ -743,37 +814,33 @@ impl Engine {
                 certain |= o.certainty.as_deref() == Some("certain");
             }
             merge_localization(&mut part.localization, &o.localization);
-            push_unique(&mut part.obs_ids, &o.obs_id);
+            part.obs_ids.push_unique(&o.obs_id);
         }
         if part.laterality.is_none() {
             part.laterality = match lateralities.as_slice() {
                 [] => None,
-                [one] => Some(one.to_string()),
-                _ => Some("unknown".to_string()),
+                [one] => Some(one),
+                _ => Some("unknown"),
             };
         }
-        part.positiveness = Some(if any_pos { "pos" } else { "neg" }.to_string());
-        part.certainty = Some(
-            if !any_pos || certain {
-                "certain"
-            } else {
-                "likely"
-            }
-            .to_string(),
-        );
-        part.extraction_quality =
-            worst_quality(tagged.iter().filter_map(|&i| obs[i].obs_quality.as_ref()));
+        part.positiveness = Some(if any_pos { "pos" } else { "neg" });
+        part.certainty = Some(if !any_pos || certain {
+            "certain"
+        } else {
+            "likely"
+        });
+        part.extraction_quality = worst(tagged.iter().filter_map(|&i| obs[i].obs_quality.as_ref()));
         (part, tagged.to_vec())
     }
 
-    fn push_subset(
-        &self,
-        builder: &mut AnswerBuilder<'_>,
-        scene: &Scene,
-        binding: &Binding<'_>,
-        part: &Part,
+    fn push_subset<'a>(
+        &'a self,
+        builder: &mut AnswerBuilder<'a>,
+        scene: &'a Scene,
+        binding: &Binding<'a>,
+        part: &'a Part,
         subsets: &Subsets,
-        fill: &dyn Fn(&str) -> String,
+        fill: &dyn Fn(&'a str) -> Cow<'a, str>,
     ) {
         let subset = part.subset.0;
         if subset == Subset::Indication {
@@ -809,7 +876,7 @@ impl Engine {
 /// Collects a question's answer parts; an observation is placed once (with its children).
 struct AnswerBuilder<'a> {
     scene: &'a Scene,
-    parts: Vec<AnswerPart>,
+    parts: Vec<AnswerPart<'a>>,
     placed: HashSet<usize>,
     used: BTreeSet<usize>,
 }
@@ -837,7 +904,7 @@ impl<'a> AnswerBuilder<'a> {
 
     fn push_template(
         &mut self,
-        (mut part, tagged): (AnswerPart, Vec<usize>),
+        (mut part, tagged): (AnswerPart<'a>, Vec<usize>),
         parent: Option<i64>,
     ) -> i64 {
         let id = self.next_id();
@@ -867,7 +934,7 @@ impl<'a> AnswerBuilder<'a> {
         }
     }
 
-    fn push_obs_node(&mut self, o: &Obs, answer_type: AnswerType, parent: Option<i64>) -> i64 {
+    fn push_obs_node(&mut self, o: &'a Obs, answer_type: AnswerType, parent: Option<i64>) -> i64 {
         let id = self.next_id();
         let mut modifiers = Vec::new();
         for (kind, values) in [
@@ -878,34 +945,34 @@ impl<'a> AnswerBuilder<'a> {
         ] {
             modifiers.extend(values.iter().map(|v| ModifierPair {
                 modifier_type: kind,
-                value: v.clone(),
+                value: v,
             }));
         }
         let text = o
             .summary_sentence
-            .clone()
-            .or_else(|| o.name.clone())
+            .as_deref()
+            .or(o.name.as_deref())
             .unwrap_or_default();
         self.parts.push(AnswerPart {
             answer_id: id,
             parent_answer_id: parent,
             answer_level: self.level_of(parent),
             answer_type: answer_type.as_str(),
-            text,
-            name_tag: o.name.clone(),
-            laterality: o.laterality.clone(),
-            regions: o.regions.iter().map(|r| r.region.clone()).collect(),
-            obs_entities: o.obs_entities.clone(),
-            obs_entities_parents: o.obs_entities_parents.clone(),
-            obs_categories: o.obs_categories.clone(),
-            obs_subcategories: o.obs_subcategories.clone(),
-            certainty: o.certainty.clone(),
-            positiveness: o.positiveness.clone(),
+            text: Cow::Borrowed(text),
+            name_tag: o.name.as_deref(),
+            laterality: o.laterality.as_deref(),
+            regions: Texts::Regions(&o.regions),
+            obs_entities: Texts::Slice(&o.obs_entities),
+            obs_entities_parents: Texts::Slice(&o.obs_entities_parents),
+            obs_categories: Texts::Slice(&o.obs_categories),
+            obs_subcategories: Texts::Slice(&o.obs_subcategories),
+            certainty: o.certainty.as_deref(),
+            positiveness: o.positiveness.as_deref(),
             modifiers,
-            localization: o.localization.clone(),
+            localization: Cow::Borrowed(&o.localization),
             from_report: o.from_report.unwrap_or(true),
-            obs_ids: vec![o.obs_id.clone()],
-            extraction_quality: o.obs_quality.clone(),
+            obs_ids: Texts::Slice(std::slice::from_ref(&o.obs_id)),
+            extraction_quality: o.obs_quality.as_ref().map(Cow::Borrowed),
         });
         id
     }
@@ -917,8 +984,34 @@ fn push_unique(list: &mut Vec<String>, value: &str) {
     }
 }
 
-/// Adds `more` to `into`, image by image (boxes and ids appended, quality the worse one).
-fn merge_localization(into: &mut Vec<Localization>, more: &[Localization]) {
+/// The worst extraction quality of `qualities` (borrowed when there is one).
+fn worst<'a>(
+    qualities: impl Iterator<Item = &'a ObsQuality> + Clone,
+) -> Option<Cow<'a, ObsQuality>> {
+    let mut first_two = qualities.clone();
+    match (first_two.next(), first_two.next()) {
+        (None, _) => None,
+        (Some(only), None) => Some(Cow::Borrowed(only)),
+        _ => worst_quality(qualities).map(Cow::Owned),
+    }
+}
+
+/// Adds `more` to `into`, image by image (boxes and ids appended, quality the worse one);
+/// merging into nothing borrows `more` (when its images are distinct, as in scene graphs).
+fn merge_localization<'a>(into: &mut Cow<'a, [Localization]>, more: &'a [Localization]) {
+    let distinct = |ls: &[Localization]| {
+        ls.iter()
+            .enumerate()
+            .all(|(i, l)| ls[..i].iter().all(|x| x.image_id != l.image_id))
+    };
+    if more.is_empty() {
+        return;
+    }
+    if into.is_empty() && distinct(more) {
+        *into = Cow::Borrowed(more);
+        return;
+    }
+    let into = into.to_mut();
     for l in more {
         match into.iter_mut().find(|x| x.image_id == l.image_id) {
             None => into.push(l.clone()),
@@ -950,9 +1043,9 @@ fn merge_localization(into: &mut Vec<Localization>, more: &[Localization]) {
 }
 
 /// Worst localization level per image over the parts.
-fn image_quality(parts: &[AnswerPart]) -> Vec<ImageQualityOut> {
+fn image_quality(parts: &[AnswerPart<'_>]) -> Vec<ImageQualityOut> {
     let mut out: Vec<ImageQualityOut> = Vec::new();
-    for l in parts.iter().flat_map(|p| &p.localization) {
+    for l in parts.iter().flat_map(|p| p.localization.iter()) {
         let Some(level) = l.localization_quality.as_deref() else {
             continue;
         };

@@ -74,15 +74,25 @@ impl ScalarUDFImpl for GenerateQaFunc {
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let args = ColumnarValue::values_to_arrays(&args.args)?;
         let graphs: Vec<Option<SceneGraphIn>> = decode_rows(&args[0], self.name())?;
-        // Studies are independent: generate them on every core.
-        let questions: Vec<Vec<Question>> = graphs
+        // Studies are independent: generate them on every core. Questions borrow their texts
+        // from the scenes.
+        let scenes: Vec<Option<Scene>> = graphs
             .into_par_iter()
-            .map(|graph| {
-                graph
-                    .map(|g| self.engine.generate(&Scene::new(g)))
+            .map(|graph| graph.map(Scene::new))
+            .collect();
+        let questions: Vec<Vec<Question<'_>>> = scenes
+            .par_iter()
+            .map(|scene| {
+                scene
+                    .as_ref()
+                    .map(|s| self.engine.generate(s))
                     .unwrap_or_default()
             })
             .collect();
-        Ok(ColumnarValue::Array(questions_array(&questions)?))
+        let array = questions_array(&questions)?;
+        drop(questions);
+        // Freeing the scene graphs' strings: the pool does it while the plan goes on.
+        rayon::spawn(move || drop(scenes));
+        Ok(ColumnarValue::Array(array))
     }
 }
