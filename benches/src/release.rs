@@ -4,10 +4,13 @@
 //!
 //! The lake: `RELEASE_BENCH_STUDIES` synthetic studies (default 200) through the whole pipeline
 //! to `qa`, then `qa`, `images` and `scene_graphs` replicated `RELEASE_BENCH_COPIES` times
-//! (default 90) with new patient and study ids (`p…NNN`, `s…NNN`), and every QA pair given a
-//! rating by `hash(5, study, question)` (seven ratings evenly, so FT ≈ 3/7). Its folder is
-//! `RELEASE_BENCH_DIR` (default: a temporary folder); `RELEASE_BENCH_REUSE=1` reuses a lake
-//! built there before.
+//! (default 91: 18,200 studies, just over 4 M QA pairs) with new patient and study ids
+//! (`p…NNN`, `s…NNN`), and every QA pair given a rating by `hash(5, study, question)` (seven
+//! ratings evenly, so FT ≈ 3/7). Its folder is `RELEASE_BENCH_DIR` (default: a temporary
+//! folder); `RELEASE_BENCH_REUSE=1` reuses a lake built there before. `RELEASE_BENCH_FORMATS`
+//! picks the formats (`parquet`, `physionet`, comma-separated; default both), e.g. to measure
+//! each one's peak memory on its own; `RUST_LOG=cxrlake_export=info` logs when each file of the
+//! release is written.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,6 +19,7 @@ use std::time::Instant;
 use arrow::array::{ArrayRef, AsArray, Int8Array, RecordBatch, StringArray};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float64Type};
+use cxrlake_benches::env_number;
 use cxrlake_export::release::{portable_batch, portable_schema};
 use cxrlake_export::{ReleaseExport, ReleaseFormat, Subset, export_release};
 use cxrlake_ingest::{IngestOptions, ingest};
@@ -30,18 +34,15 @@ use cxrlake_schemas::Rating;
 use cxrlake_synth::{SynthOptions, generate};
 use cxrlake_templates::Templates;
 
-fn env_number(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 #[tokio::main]
 #[allow(clippy::print_stdout)]
 async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
     let studies = env_number("RELEASE_BENCH_STUDIES", 200);
-    let copies = env_number("RELEASE_BENCH_COPIES", 90);
+    let copies = env_number("RELEASE_BENCH_COPIES", 91);
     let temp = tempfile::tempdir().expect("tempdir");
     let root = std::env::var("RELEASE_BENCH_DIR")
         .map(PathBuf::from)
@@ -69,7 +70,7 @@ async fn main() {
     let lake_studies = count("SELECT count(DISTINCT study_id) FROM qa").await;
     println!("lake: {pairs} QA pairs of {lake_studies} studies");
 
-    for format in [ReleaseFormat::Parquet, ReleaseFormat::Physionet] {
+    for format in formats() {
         let out = root.join(format!("ft_{format:?}").to_lowercase());
         let _ = std::fs::remove_dir_all(&out);
         let export = ReleaseExport::new(&out)
@@ -85,6 +86,25 @@ async fn main() {
             pairs as f64 / seconds
         );
     }
+}
+
+/// The formats of `RELEASE_BENCH_FORMATS` (default: Parquet, then PhysioNet).
+fn formats() -> Vec<ReleaseFormat> {
+    let names = std::env::var("RELEASE_BENCH_FORMATS").unwrap_or_default();
+    let mut formats = Vec::new();
+    for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        formats.push(match name {
+            "parquet" => ReleaseFormat::Parquet,
+            "physionet" => ReleaseFormat::Physionet,
+            other => {
+                panic!("RELEASE_BENCH_FORMATS: unknown format {other}; use parquet, physionet")
+            }
+        });
+    }
+    if formats.is_empty() {
+        formats = vec![ReleaseFormat::Parquet, ReleaseFormat::Physionet];
+    }
+    formats
 }
 
 /// A lake with `qa` for `studies` synthetic studies.

@@ -36,6 +36,7 @@ use arrow::compute::cast;
 use arrow::datatypes::{DataType, Int64Type};
 use cxrlake_lake::Lake;
 use datafusion::dataframe::DataFrame;
+use datafusion::execution::SendableRecordBatchStream;
 use datafusion::functions_aggregate::expr_fn::count;
 use datafusion::prelude::{col, lit};
 use futures::StreamExt;
@@ -153,12 +154,29 @@ pub(crate) async fn write_questions(
     if expected.is_empty() {
         return Ok(Written::default());
     }
+    let stream = question_stream(frame, filter).await?;
+    write_question_stream(stream, expected, sink).await
+}
+
+/// The rows of `frame` (`qa`'s columns) as the D.2 writer reads them, planned and started.
+pub(crate) async fn question_stream(
+    frame: DataFrame,
+    filter: Option<&str>,
+) -> Result<SendableRecordBatchStream> {
     let projected = async { frame.select_exprs(&projection())?.execute_stream().await };
-    let mut stream = match filter {
+    Ok(match filter {
         Some(filter) => projected.await.map_err(filter_error(TABLE, filter))?,
         None => projected.await?,
-    };
+    })
+}
 
+/// Writes the questions of `stream` (from [`question_stream`]), `expected` questions per
+/// study (from [`study_sizes`]), as one D.2 file per study into `sink`.
+pub(crate) async fn write_question_stream(
+    mut stream: SendableRecordBatchStream,
+    expected: StudySizes,
+    sink: Arc<Sink>,
+) -> Result<Written> {
     let mut collector = StudyCollector::new(expected);
     let mut writers = Writers::default();
     let fed = async {
@@ -181,10 +199,10 @@ pub(crate) async fn write_questions(
 }
 
 /// How many questions each study has, and its patient.
-type StudySizes = HashMap<String, (Option<String>, usize)>;
+pub(crate) type StudySizes = HashMap<String, (Option<String>, usize)>;
 
 /// The questions per study of the filtered table (a scan of the two id columns).
-async fn study_sizes(frame: &DataFrame, filter: Option<&str>) -> Result<StudySizes> {
+pub(crate) async fn study_sizes(frame: &DataFrame, filter: Option<&str>) -> Result<StudySizes> {
     let counted = async {
         frame
             .clone()

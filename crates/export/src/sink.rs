@@ -157,9 +157,11 @@ impl ZipSink {
         file.flush().map_err(io_error(&self.temp))?;
         drop(file);
         std::fs::rename(&self.temp, &self.target).map_err(io_error(&self.target))?;
-        Ok(std::fs::metadata(&self.target)
+        let bytes = std::fs::metadata(&self.target)
             .map_err(io_error(&self.target))?
-            .len())
+            .len();
+        tracing::info!(file = %self.target.display(), bytes, "zip written");
+        Ok(bytes)
     }
 }
 

@@ -14,9 +14,12 @@
 //!
 //! `--subset all` writes the release's tree: the root (every QA pair and image) and
 //! `exports/A_frontal` (FT) and `exports/B_frontal` (PT), each with its q1M sample; another
-//! subset writes one such folder at the output root. Each part reads its own written
-//! `qa.parquet` back for everything else, so the lake's `qa` is scanned once per part.
+//! subset writes one such folder at the output root. The lake's `qa` is scanned once per part:
+//! that one stream of the subset's rows (`release_qa`, a `Broadcast` table, `broadcast.rs`) feeds
+//! `qa.parquet` or `qa.zip`, the four per-question metadata tables and their q1M samples at
+//! once; the study-level files then read the written `question_metadata.parquet` back.
 
+mod broadcast;
 mod tables;
 
 use std::fmt;
@@ -31,7 +34,11 @@ use arrow::datatypes::{DataType, Int64Type};
 use cxrlake_lake::Lake;
 use cxrlake_schemas::Rating;
 use cxrlake_schemas::quality;
+use datafusion::catalog::TableProvider;
 use datafusion::common::ScalarValue;
+use datafusion::dataframe::DataFrame;
+use datafusion::error::DataFusionError;
+use datafusion::execution::SendableRecordBatchStream;
 use datafusion::prelude::{ParquetReadOptions, SessionContext, col, lit};
 use serde_json::Value;
 use tracing::Instrument;
@@ -40,10 +47,11 @@ pub use tables::{TableFiles, portable_batch, portable_schema, portable_type};
 
 use crate::error::{ExportError, Result};
 use crate::files::{create_folder, patient_folder, write_file};
-use crate::qa::write_questions;
+use crate::qa::{StudySizes, question_stream, study_sizes, write_question_stream};
 use crate::scan::filter_error;
 use crate::scene_graphs::write_scene_graphs;
 use crate::sink::{Sink, ZipSink};
+use broadcast::Broadcast;
 
 /// The views and subsets of `sql/release/`.
 mod sql {
@@ -54,42 +62,59 @@ mod sql {
     pub const SCENE_GRAPHS: &str = include_str!("../../../../sql/release/scene_graphs.sql");
     pub const SAMPLE: &str = include_str!("../../../../sql/release/sample.sql");
     pub const STUDY_FILES: &str = include_str!("../../../../sql/release/study_files.sql");
-    /// The seven flat metadata tables, by file name.
-    pub const METADATA: [(&str, &str); 7] = [
-        (
-            "patient_metadata",
-            include_str!("../../../../sql/release/patient_metadata.sql"),
-        ),
-        (
-            "study_metadata",
-            include_str!("../../../../sql/release/study_metadata.sql"),
-        ),
-        (
-            "image_metadata",
-            include_str!("../../../../sql/release/image_metadata.sql"),
-        ),
-        (
-            "question_metadata",
-            include_str!("../../../../sql/release/question_metadata.sql"),
-        ),
-        (
-            "question_image_metadata",
-            include_str!("../../../../sql/release/question_image_metadata.sql"),
-        ),
-        (
-            "answer_metadata",
-            include_str!("../../../../sql/release/answer_metadata.sql"),
-        ),
-        (
-            "answer_image_metadata",
-            include_str!("../../../../sql/release/answer_image_metadata.sql"),
-        ),
+    /// The seven flat metadata tables in file order.
+    pub const METADATA: [super::Metadata; 7] = [
+        super::Metadata {
+            name: "patient_metadata",
+            query: include_str!("../../../../sql/release/patient_metadata.sql"),
+            per_question: false,
+        },
+        super::Metadata {
+            name: "study_metadata",
+            query: include_str!("../../../../sql/release/study_metadata.sql"),
+            per_question: false,
+        },
+        super::Metadata {
+            name: "image_metadata",
+            query: include_str!("../../../../sql/release/image_metadata.sql"),
+            per_question: false,
+        },
+        super::Metadata {
+            name: "question_metadata",
+            query: include_str!("../../../../sql/release/question_metadata.sql"),
+            per_question: true,
+        },
+        super::Metadata {
+            name: "question_image_metadata",
+            query: include_str!("../../../../sql/release/question_image_metadata.sql"),
+            per_question: true,
+        },
+        super::Metadata {
+            name: "answer_metadata",
+            query: include_str!("../../../../sql/release/answer_metadata.sql"),
+            per_question: true,
+        },
+        super::Metadata {
+            name: "answer_image_metadata",
+            query: include_str!("../../../../sql/release/answer_image_metadata.sql"),
+            per_question: true,
+        },
     ];
+}
+
+/// A flat metadata table: `metadata/<name>.parquet` and `.csv.gz`.
+#[derive(Debug, Clone, Copy)]
+struct Metadata {
+    name: &'static str,
+    query: &'static str,
+    /// Whether its rows come from each row of `release_qa` alone (written during the subset's
+    /// scan) rather than from the release's studies, images and scene graphs.
+    per_question: bool,
 }
 
 /// The names of the seven metadata tables (files `metadata/<name>.parquet` and `.csv.gz`).
 pub fn metadata_tables() -> impl Iterator<Item = &'static str> {
-    sql::METADATA.iter().map(|(name, _)| *name)
+    sql::METADATA.iter().map(|table| table.name)
 }
 
 /// A subset of the lake's QA pairs (paper 3.3).
@@ -468,8 +493,9 @@ async fn write_part(
     register(&ctx, "image_sets", sql::IMAGE_SETS, vec![]).await?;
     register(&ctx, "release_candidates", sql::CANDIDATES, vec![]).await?;
 
+    let filter = export.filter.as_deref();
     let mut frame = ctx.sql(subset.query()).await?;
-    if let Some(filter) = &export.filter {
+    if let Some(filter) = filter {
         let invalid = filter_error("qa", filter);
         let predicate = frame.parse_sql_expr(filter).map_err(&invalid)?;
         frame = frame.filter(predicate).map_err(invalid)?;
@@ -477,128 +503,315 @@ async fn write_part(
     if let Some(split) = &export.split {
         frame = frame.filter(col("split").eq(lit(split.as_str())))?;
     }
-    let keep_parquet = export.format.parquet();
-    let qa_file = part_file(&dir, "qa", keep_parquet);
-    let scene_file = part_file(&dir, "scene_graphs", keep_parquet);
-    let seed = lake.settings().cxrlake.seed;
-    let written = write_part_files(
-        &ctx,
-        export,
-        &dir,
-        folder,
-        subset,
-        frame,
-        &qa_file,
-        &scene_file,
-        seed,
-    )
-    .await;
-    if !keep_parquet {
-        for scratch in [&qa_file, &scene_file] {
-            let _ = std::fs::remove_file(scratch);
-        }
+    let studies = study_sizes(&frame, filter).await?;
+    let questions: u64 = studies.values().map(|(_, size)| *size as u64).sum();
+    if questions == 0 {
+        return Err(empty_release(export, subset));
     }
-    written
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn write_part_files(
-    ctx: &SessionContext,
-    export: &ReleaseExport,
-    dir: &Path,
-    folder: &str,
-    subset: Subset,
-    frame: datafusion::dataframe::DataFrame,
-    qa_file: &Path,
-    scene_file: &Path,
-    seed: u64,
-) -> Result<PartSummary> {
-    let qa = tables::write_table(frame, qa_file, None, false)
-        .await
-        .map_err(|err| match (&export.filter, err) {
-            (Some(filter), ExportError::DataFusion(source)) => filter_error("qa", filter)(source),
-            (_, err) => err,
-        })?;
-    if qa.rows == 0 {
-        let _ = std::fs::remove_file(qa_file);
-        let mut detail = String::new();
-        if let Some(filter) = &export.filter {
-            detail.push_str(&format!(" matching `{filter}`"));
-        }
-        if let Some(split) = &export.split {
-            detail.push_str(&format!(" in split {split}"));
-        }
-        if subset.frontal_only() {
-            detail.push_str(" with a frontal image");
-        }
-        return Err(ExportError::EmptyRelease {
-            subset: subset.name(),
-            detail,
-        });
-    }
-    register_file(ctx, "release_qa", qa_file).await?;
-    register_file(ctx, "release_population", qa_file).await?;
-    register(ctx, "release_studies", sql::STUDIES, vec![]).await?;
-    let scene =
-        tables::write_table(ctx.sql(sql::SCENE_GRAPHS).await?, scene_file, None, false).await?;
-    register_file(ctx, "release_scene_graphs", scene_file).await?;
-    let mut bytes = if export.format.parquet() {
-        qa.bytes + scene.bytes
-    } else {
-        0
-    };
-
-    let metadata = dir.join("metadata");
-    let (tables, table_bytes) = write_metadata(ctx, &metadata).await?;
-    bytes += table_bytes;
-
-    if export.format.physionet() {
-        bytes += write_zips(ctx, dir, subset).await?;
-    }
-
-    let splits = split_counts(ctx).await?;
-    let mut sample_questions = 0;
-    if export.sample > 0 && subset != Subset::All {
-        let probability = export.sample as f64 / qa.rows as f64;
+    tracing::info!(%subset, questions, studies = studies.len(), "release subset counted");
+    let sample = (export.sample > 0 && subset != Subset::All).then(|| Sample {
         // The SQL integer has the seed's bits (sample_hash reads them back as u64).
-        let seed = seed.cast_signed();
-        let params = vec![
-            ScalarValue::Int64(Some(seed)),
-            ScalarValue::Float64(Some(probability)),
-        ];
-        register(ctx, "release_qa", sql::SAMPLE, params).await?;
-        register(ctx, "release_studies", sql::STUDIES, vec![]).await?;
-        let (sample, sample_bytes) = write_metadata(ctx, &metadata.join("q1M")).await?;
-        bytes += sample_bytes;
-        sample_questions = sample
-            .iter()
-            .find(|(name, _)| name == "question_metadata")
-            .map_or(0, |(_, rows)| *rows);
+        seed: lake.settings().cxrlake.seed.cast_signed(),
+        probability: export.sample as f64 / questions as f64,
+    });
+    let scan = ScanOutputs {
+        qa: export.format.parquet().then(|| dir.join("qa.parquet")),
+        qa_zip: export
+            .format
+            .physionet()
+            .then(|| (dir.join("qa.zip"), studies)),
+        metadata: dir.join("metadata"),
+        sample,
+    };
+    let mut written = write_scan(&ctx, frame, &scan, filter).await?;
+
+    let scene_file = part_file(&dir, "scene_graphs", export.format.parquet());
+    let studied = write_studies(&ctx, export, &dir, subset, &scene_file, sample.is_some()).await;
+    if !export.format.parquet() {
+        let _ = std::fs::remove_file(&scene_file);
     }
+    let (splits, studied) = studied?;
+    written.extend(studied);
+    let tables: Vec<(String, u64)> = sql::METADATA
+        .iter()
+        .map(|table| {
+            (
+                table.name.to_string(),
+                written.rows(Output::Table(table.name)),
+            )
+        })
+        .collect();
     Ok(PartSummary {
         folder: folder.to_string(),
         subset,
+        questions: written.rows(Output::Qa),
         tables,
-        questions: qa.rows,
         splits,
-        sample_questions,
-        bytes,
+        sample_questions: written.rows(Output::Sampled("question_metadata")),
+        bytes: written.bytes(),
     })
 }
 
-/// The seven metadata tables into `dir`; their rows and bytes.
-async fn write_metadata(ctx: &SessionContext, dir: &Path) -> Result<(Vec<(String, u64)>, u64)> {
-    let mut tables = Vec::new();
-    let mut bytes = 0;
-    for (name, query) in sql::METADATA {
-        let frame = ctx.sql(query).await?;
-        let parquet = dir.join(format!("{name}.parquet"));
-        let csv = dir.join(format!("{name}.csv.gz"));
-        let files = tables::write_table(frame, &parquet, Some(&csv), true).await?;
-        tables.push((name.to_string(), files.rows));
-        bytes += files.bytes;
+/// The error of a subset without a question.
+fn empty_release(export: &ReleaseExport, subset: Subset) -> ExportError {
+    let mut detail = String::new();
+    if let Some(filter) = &export.filter {
+        detail.push_str(&format!(" matching `{filter}`"));
     }
-    Ok((tables, bytes))
+    if let Some(split) = &export.split {
+        detail.push_str(&format!(" in split {split}"));
+    }
+    if subset.frontal_only() {
+        detail.push_str(" with a frontal image");
+    }
+    ExportError::EmptyRelease {
+        subset: subset.name(),
+        detail,
+    }
+}
+
+/// The hash sample of a part (`sample.sql`).
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    seed: i64,
+    probability: f64,
+}
+
+/// What the subset's scan writes.
+#[derive(Debug)]
+struct ScanOutputs {
+    /// `qa.parquet` (Parquet format).
+    qa: Option<PathBuf>,
+    /// `qa.zip` and the questions of each study (PhysioNet layout).
+    qa_zip: Option<(PathBuf, StudySizes)>,
+    /// The metadata folder: the per-question tables, and those of the sample in `q1M/`.
+    metadata: PathBuf,
+    sample: Option<Sample>,
+}
+
+/// A file of a part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Output {
+    /// The questions (`qa.parquet` or `qa.zip`).
+    Qa,
+    /// A metadata table.
+    Table(&'static str),
+    /// A metadata table of the sample.
+    Sampled(&'static str),
+    /// Another file: scene graphs, zips.
+    Other,
+}
+
+/// Rows and bytes of each file written.
+#[derive(Debug, Default)]
+struct Outputs(Vec<(Output, TableFiles)>);
+
+impl Outputs {
+    fn extend(&mut self, other: Outputs) {
+        self.0.extend(other.0);
+    }
+
+    fn push(&mut self, output: Output, files: TableFiles) {
+        self.0.push((output, files));
+    }
+
+    /// Rows of `output` (the most of its files: `qa.parquet` and `qa.zip` hold the same).
+    fn rows(&self, output: Output) -> u64 {
+        self.0
+            .iter()
+            .filter(|(o, _)| *o == output)
+            .map(|(_, files)| files.rows)
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn bytes(&self) -> u64 {
+        self.0.iter().map(|(_, files)| files.bytes).sum()
+    }
+}
+
+type Writing = tokio::task::JoinHandle<Result<(Output, TableFiles)>>;
+
+/// Starts writing `rows` as the metadata table `name` in `dir`.
+fn start_table(rows: SendableRecordBatchStream, dir: &Path, output: Output, name: &str) -> Writing {
+    let parquet = dir.join(format!("{name}.parquet"));
+    let csv = dir.join(format!("{name}.csv.gz"));
+    tokio::spawn(async move {
+        let files = tables::write_stream(rows, &parquet, Some(&csv), true).await?;
+        Ok((output, files))
+    })
+}
+
+/// One scan of the subset `frame` feeds every file computed from its rows alone: `qa.parquet`,
+/// `qa.zip` and the per-question metadata tables; `sample.sql` keeps the sampled questions'
+/// rows of each of these tables for `q1M/`.
+///
+/// ```text
+/// frame ─▶ release_qa ─┬─▶ qa.parquet, qa.zip
+///                      └─▶ question_metadata.sql ─▶ release_population ─┬─▶ question_metadata
+///                          (and question_image, answer,                 └─▶ sample.sql ─▶
+///                           answer_image)                                   q1M/question_metadata
+/// ```
+async fn write_scan(
+    ctx: &SessionContext,
+    frame: DataFrame,
+    outputs: &ScanOutputs,
+    filter: Option<&str>,
+) -> Result<Outputs> {
+    let source_error = |err: DataFusionError| match filter {
+        Some(filter) => filter_error("qa", filter)(err),
+        None => ExportError::DataFusion(err),
+    };
+    let source = frame.execute_stream().await.map_err(source_error)?;
+    let subset = Arc::new(Broadcast::new(source.schema()));
+    ctx.deregister_table("release_qa")?;
+    ctx.register_table("release_qa", Arc::clone(&subset) as Arc<dyn TableProvider>)?;
+    let mut writing: Vec<Writing> = Vec::new();
+    if let Some(path) = outputs.qa.clone() {
+        let rows = subset.reader()?;
+        writing.push(tokio::spawn(async move {
+            let files = tables::write_stream(rows, &path, None, false).await?;
+            Ok((Output::Qa, files))
+        }));
+    }
+    if let Some((path, studies)) = &outputs.qa_zip {
+        let rows = question_stream(ctx.table("release_qa").await?, None).await?;
+        let sink = Arc::new(Sink::Zip(Box::new(ZipSink::create(path, "qa/")?)));
+        let studies = studies.clone();
+        writing.push(tokio::spawn(async move {
+            let written = write_question_stream(rows, studies, Arc::clone(&sink)).await?;
+            let bytes = finish(sink)?;
+            let rows = written.questions as u64;
+            Ok((Output::Qa, TableFiles { rows, bytes }))
+        }));
+    }
+    let mut tables = Vec::new();
+    for table in sql::METADATA.iter().filter(|t| t.per_question) {
+        let rows = ctx.sql(table.query).await?.execute_stream().await?;
+        let Some(sample) = outputs.sample else {
+            writing.push(start_table(
+                rows,
+                &outputs.metadata,
+                Output::Table(table.name),
+                table.name,
+            ));
+            continue;
+        };
+        let population = Arc::new(Broadcast::new(rows.schema()));
+        let output = Output::Table(table.name);
+        writing.push(start_table(
+            population.reader()?,
+            &outputs.metadata,
+            output,
+            table.name,
+        ));
+        ctx.deregister_table("release_population")?;
+        ctx.register_table(
+            "release_population",
+            Arc::clone(&population) as Arc<dyn TableProvider>,
+        )?;
+        let params = vec![
+            ScalarValue::Int64(Some(sample.seed)),
+            ScalarValue::Float64(Some(sample.probability)),
+        ];
+        let sampled = ctx.sql(sql::SAMPLE).await?.with_param_values(params)?;
+        let sampled = sampled.execute_stream().await?;
+        let dir = outputs.metadata.join("q1M");
+        writing.push(start_table(
+            sampled,
+            &dir,
+            Output::Sampled(table.name),
+            table.name,
+        ));
+        tables.push(tokio::spawn(async move { population.feed(rows).await }));
+    }
+
+    let fed = subset.feed(source).await;
+    let mut first_error = None;
+    for task in tables {
+        if let Err(err) = task
+            .await
+            .map_err(ExportError::from)
+            .and_then(|fed| Ok(fed?))
+        {
+            first_error.get_or_insert(err);
+        }
+    }
+    let mut written = Outputs::default();
+    for task in writing {
+        match task.await {
+            Ok(Ok((output, files))) => written.push(output, files),
+            Ok(Err(err)) => {
+                first_error.get_or_insert(err);
+            }
+            Err(err) => {
+                first_error.get_or_insert(err.into());
+            }
+        }
+    }
+    // The source's error is the cause of the readers' errors.
+    fed.map_err(source_error)?;
+    first_error.map_or(Ok(written), Err)
+}
+
+/// The files computed from the release's studies, after the subset's scan: the scene graphs
+/// (`scene_file`), the study, patient and image metadata tables (their question counts from
+/// `question_metadata.parquet`), the scene graph zip, and the same tables of the sample; the
+/// questions per split, and what was written.
+async fn write_studies(
+    ctx: &SessionContext,
+    export: &ReleaseExport,
+    dir: &Path,
+    subset: Subset,
+    scene_file: &Path,
+    sampled: bool,
+) -> Result<(Vec<(String, u64)>, Outputs)> {
+    let metadata = dir.join("metadata");
+    let mut written = Outputs::default();
+    register_file(
+        ctx,
+        "release_qa",
+        &metadata.join("question_metadata.parquet"),
+    )
+    .await?;
+    register(ctx, "release_studies", sql::STUDIES, vec![]).await?;
+    let scene =
+        tables::write_table(ctx.sql(sql::SCENE_GRAPHS).await?, scene_file, None, false).await?;
+    if export.format.parquet() {
+        written.push(Output::Other, scene);
+    }
+    register_file(ctx, "release_scene_graphs", scene_file).await?;
+    written.extend(write_study_tables(ctx, &metadata, Output::Table).await?);
+    if export.format.physionet() {
+        let bytes = write_scene_graph_zip(ctx, dir, subset).await?;
+        written.push(Output::Other, TableFiles { rows: 0, bytes });
+    }
+    let splits = split_counts(ctx).await?;
+
+    if sampled {
+        let sample = metadata.join("q1M");
+        register_file(ctx, "release_qa", &sample.join("question_metadata.parquet")).await?;
+        register(ctx, "release_studies", sql::STUDIES, vec![]).await?;
+        written.extend(write_study_tables(ctx, &sample, Output::Sampled).await?);
+    }
+    Ok((splits, written))
+}
+
+/// The metadata tables that are not per question into `dir`.
+async fn write_study_tables(
+    ctx: &SessionContext,
+    dir: &Path,
+    output: fn(&'static str) -> Output,
+) -> Result<Outputs> {
+    let mut written = Outputs::default();
+    for table in sql::METADATA.iter().filter(|t| !t.per_question) {
+        let frame = ctx.sql(table.query).await?;
+        let parquet = dir.join(format!("{}.parquet", table.name));
+        let csv = dir.join(format!("{}.csv.gz", table.name));
+        let files = tables::write_table(frame, &parquet, Some(&csv), true).await?;
+        written.push(output(table.name), files);
+    }
+    Ok(written)
 }
 
 /// Questions per split of the part.
@@ -628,15 +841,9 @@ async fn split_counts(ctx: &SessionContext) -> Result<Vec<(String, u64)>> {
     Ok(out)
 }
 
-/// `qa.zip` and the scene graph zip (`scene_data.zip` for `all`, the release's root;
-/// `scene_graph.zip` for the graded subsets, as in its `exports/`) with each study's
-/// `.metadata.json`; their bytes.
-async fn write_zips(ctx: &SessionContext, dir: &Path, subset: Subset) -> Result<u64> {
-    let qa_zip = Box::new(ZipSink::create(&dir.join("qa.zip"), "qa/")?);
-    let sink = Arc::new(Sink::Zip(qa_zip));
-    write_questions(ctx.table("release_qa").await?, None, Arc::clone(&sink)).await?;
-    let mut bytes = finish(sink)?;
-
+/// The scene graph zip (`scene_data.zip` for `all`, the release's root; `scene_graph.zip` for
+/// the graded subsets, as in its `exports/`) with each study's `.metadata.json`; its bytes.
+async fn write_scene_graph_zip(ctx: &SessionContext, dir: &Path, subset: Subset) -> Result<u64> {
     let name = if subset == Subset::All {
         "scene_data.zip"
     } else {
@@ -653,8 +860,7 @@ async fn write_zips(ctx: &SessionContext, dir: &Path, subset: Subset) -> Result<
     )
     .await?;
     write_study_files(ctx, &sink).await?;
-    bytes += finish(sink)?;
-    Ok(bytes)
+    finish(sink)
 }
 
 fn finish(sink: Arc<Sink>) -> Result<u64> {

@@ -19,6 +19,7 @@ use arrow::array::RecordBatch;
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, FieldRef, Fields, Schema, SchemaRef};
 use datafusion::dataframe::DataFrame;
+use datafusion::execution::SendableRecordBatchStream;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use futures::StreamExt;
@@ -205,8 +206,17 @@ pub(crate) async fn write_table(
     csv: Option<&Path>,
     pandas_index: bool,
 ) -> Result<TableFiles> {
-    let source = Arc::new(frame.schema().as_arrow().clone());
-    let mut schema = portable_schema(&source);
+    write_stream(frame.execute_stream().await?, parquet, csv, pandas_index).await
+}
+
+/// [`write_table`] of a query already started.
+pub(crate) async fn write_stream(
+    mut stream: SendableRecordBatchStream,
+    parquet: &Path,
+    csv: Option<&Path>,
+    pandas_index: bool,
+) -> Result<TableFiles> {
+    let mut schema = portable_schema(&stream.schema());
     let index: Vec<String> = schema
         .fields()
         .iter()
@@ -248,7 +258,6 @@ pub(crate) async fn write_table(
     };
 
     let mut rows = 0u64;
-    let mut stream = frame.execute_stream().await?;
     while let Some(batch) = stream.next().await {
         let batch = portable_batch(&batch?, &schema)?;
         rows += batch.num_rows() as u64;
@@ -265,6 +274,7 @@ pub(crate) async fn write_table(
         drop(file);
         bytes += pending.commit()?;
     }
+    tracing::info!(file = %parquet.display(), rows, bytes, "release table written");
     Ok(TableFiles { rows, bytes })
 }
 
