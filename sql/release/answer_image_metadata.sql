@@ -6,10 +6,10 @@ WITH parts AS (
     FROM (SELECT patient_id, study_id, question_id, split, unnest(answers) AS a FROM release_qa)
 )
 SELECT split,
-       coalesce(cardinality(l['missing_localization']), 0) > 0 AS "answer_img.is_localization_missing",
-       CAST(coalesce(cardinality(l['localization_reference_ids']), 0) AS BIGINT) AS "answer_img.num_regions",
-       CAST(coalesce(cardinality(l['bboxes']), 0) AS BIGINT) AS "answer_img.num_bboxes",
-       coalesce(cardinality(l['bboxes']), 0) > 0 AS "answer_img.has_bboxes",
+       coalesce(list_length(l['missing_localization']), 0) > 0 AS "answer_img.is_localization_missing",
+       CAST(coalesce(list_length(l['localization_reference_ids']), 0) AS BIGINT) AS "answer_img.num_regions",
+       CAST(coalesce(list_length(l['bboxes']), 0) AS BIGINT) AS "answer_img.num_bboxes",
+       coalesce(list_length(l['bboxes']), 0) > 0 AS "answer_img.has_bboxes",
        coalesce(l['localization_quality'] = 'BOX_AND_MASK_LOCALIZATION', false) AS "answer_img.has_masks",
        l['is_fallback'] AS "answer_img.is_fallback",
        quality_value('localization_quality', l['localization_quality']) AS "answer_img.quality.localization_quality",
