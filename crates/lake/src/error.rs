@@ -56,6 +56,15 @@ pub enum LakeError {
     /// A configuration file or value was invalid.
     #[error("configuration: {0}")]
     Config(String),
+
+    /// A replace of some studies' rows was refused or failed; nothing was committed.
+    #[error("table '{table}': studies not replaced: {detail}")]
+    Replace {
+        /// The table.
+        table: String,
+        /// What was wrong.
+        detail: String,
+    },
     /// A Delta Lake operation failed.
     #[error("delta table '{table}': {source}")]
     Delta {

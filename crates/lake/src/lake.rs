@@ -20,15 +20,15 @@ use url::Url;
 use crate::commit::{COMMIT_INFO_KEY, CommitRecord, StageCommit};
 use crate::config::Settings;
 use crate::error::{LakeError, Result};
+use crate::replace;
 use crate::store::{parse_root, root_store};
 
 /// Folder of lake-level metadata, next to the tables.
 const META_DIR: &str = "_cxrlake";
 
-/// The size at which a replace starts a new data file. A replace rewrites the rows of every file
-/// it touches that stay, and delta-rs writes them and the new rows through one writer; in files of
-/// this size the new rows (written first) share one or two files with them, so the next replace
-/// of the same studies (grade after qa) rewrites those files, not half the table.
+/// The size at which a replace starts a new data file (`replace.rs`): the kept rows of the
+/// rewritten files and the new rows go to files of at most this size, so a later replace of a few
+/// studies rewrites a few such files.
 const REPLACE_FILE_BYTES: u64 = 16 << 20;
 
 /// Contents of `_cxrlake/lake.json`.
@@ -443,6 +443,21 @@ impl TableWrite<'_> {
                 Ok(()) | Err(DeltaTableError::NotATable(_)) => {}
                 Err(err) => return Err(LakeError::delta(name, err)),
             }
+        }
+        if let WriteMode::ReplaceStudies(ids) = &self.mode
+            && table.version().is_some()
+        {
+            let ids: BTreeSet<String> = ids.iter().cloned().collect();
+            let commit = commit_properties(&self.commit);
+            return replace::replace_studies(
+                &table,
+                name,
+                batches,
+                &ids,
+                commit,
+                REPLACE_FILE_BYTES,
+            )
+            .await;
         }
         let builder = table
             .write(batches)

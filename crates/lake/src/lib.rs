@@ -12,6 +12,7 @@ pub mod config;
 pub mod error;
 pub mod lake;
 mod read;
+mod replace;
 pub mod store;
 
 pub use commit::{CommitRecord, StageCommit};

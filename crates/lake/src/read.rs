@@ -7,17 +7,17 @@
 //!   masked row groups ── read with a row selection (other rows skipped) ──► the studies' rows
 //! ```
 //!
-//! Files are decoded in parallel. Replacing the studies' rows is delta-rs' replace-where
-//! ([`crate::TableWrite::replace_studies`]): it rewrites the files that hold them and writes the
-//! new rows into files of their own, so a later read or replace of the same studies (judge and
-//! grade after qa, in one incremental run) touches those files only.
+//! Files are decoded in parallel. Replacing the studies' rows (`replace.rs`,
+//! [`crate::TableWrite::replace_studies`]) locates them the same way, rewrites the files that
+//! hold them and writes the new rows into files of their own, so a later read or replace of the
+//! same studies (judge and grade after qa, in one incremental run) touches those files only.
 
 use std::collections::BTreeSet;
 use std::ops::Bound;
 
 use bytes::Bytes;
 use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
-use datafusion::arrow::compute::{cast, concat};
+use datafusion::arrow::compute::{cast, concat, not};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::parquet::arrow::ProjectionMask;
 use datafusion::parquet::arrow::arrow_reader::{
@@ -26,15 +26,18 @@ use datafusion::parquet::arrow::arrow_reader::{
 use datafusion::parquet::file::metadata::PageIndexPolicy;
 use datafusion::parquet::file::statistics::Statistics;
 use deltalake::DeltaTable;
+use deltalake::kernel::Remove;
 use object_store::ObjectStoreExt;
 use serde_json::Value;
 
 use crate::error::{LakeError, Result};
 
 /// One data file that holds some of the studies.
-struct Located {
+pub(crate) struct Located {
     /// The whole file.
-    bytes: Bytes,
+    pub(crate) bytes: Bytes,
+    /// The action that removes it from the table.
+    pub(crate) remove: Remove,
     /// Its footer, decoded for Arrow.
     metadata: ArrowReaderMetadata,
     /// Per row group: `None` when it holds none of the studies, else which of its rows do.
@@ -53,6 +56,27 @@ impl Located {
         .with_row_selection(RowSelection::from_filters(std::slice::from_ref(keep)))
         .build()?;
         Ok(reader.collect::<std::result::Result<Vec<_>, _>>()?)
+    }
+
+    /// Its number of row groups.
+    pub(crate) fn row_groups(&self) -> usize {
+        self.hits.len()
+    }
+
+    /// The rows of row group `index` that are not the located studies'.
+    pub(crate) fn kept_rows(&self, index: usize) -> Result<Vec<RecordBatch>> {
+        match &self.hits[index] {
+            Some(hit) => self.rows(index, &not(hit)?),
+            None => {
+                let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(
+                    self.bytes.clone(),
+                    self.metadata.clone(),
+                )
+                .with_row_groups(vec![index])
+                .build()?;
+                Ok(reader.collect::<std::result::Result<Vec<_>, _>>()?)
+            }
+        }
     }
 
     /// The rows of the located studies.
@@ -80,7 +104,7 @@ fn any_between(ids: &BTreeSet<String>, min: &str, max: &str) -> bool {
 
 /// The data files of `table` that hold some of `ids`, each with the row groups that do. Files
 /// and row groups whose `study_id` statistics rule the studies out are not read.
-async fn locate(table: &DeltaTable, ids: &BTreeSet<String>) -> Result<Vec<Located>> {
+pub(crate) async fn locate(table: &DeltaTable, ids: &BTreeSet<String>) -> Result<Vec<Located>> {
     let name = table.table_url().to_string();
     let snapshot = table.snapshot().map_err(|e| LakeError::delta(&name, e))?;
     let store = table.object_store();
@@ -160,6 +184,7 @@ async fn locate(table: &DeltaTable, ids: &BTreeSet<String>) -> Result<Vec<Locate
         if hits.iter().any(Option::is_some) {
             located.push(Located {
                 bytes,
+                remove: file.remove_action(true),
                 metadata,
                 hits,
             });

@@ -86,6 +86,18 @@ async fn append_overwrite_replace_and_time_travel() {
         vec![1, 20, 3],
         "only s2 was replaced"
     );
+    let stray = lake
+        .write("t")
+        .replace_studies(vec!["s1".into()])
+        .execute(vec![batch(&[("s1", 10, "A"), ("s3", 30, "A")])])
+        .await
+        .expect_err("a row of s3 cannot replace s1");
+    assert!(stray.to_string().contains("s3"), "{stray}");
+    assert_eq!(
+        query_i64(&lake, "SELECT n FROM t ORDER BY study_id").await,
+        vec![1, 20, 3],
+        "a refused replace writes nothing"
+    );
 
     lake.write("t")
         .overwrite()
