@@ -20,10 +20,10 @@
 //! `RUST_LOG=cxrlake_pipeline=info` logs every statement's time.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
-use cxrlake_benches::env_number;
+use cxrlake_benches::{bench_dir, env_number, init_logging};
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
 use cxrlake_pipeline::incremental::{self, PipelineOptions};
@@ -52,15 +52,9 @@ const EDIT: (&str, &str, &str) = (
 #[tokio::main]
 #[allow(clippy::print_stdout)]
 async fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging();
     let studies = env_number("INCREMENTAL_BENCH_STUDIES", 20_000);
-    let temp = tempfile::tempdir().expect("tempdir");
-    let root = std::env::var("INCREMENTAL_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| temp.path().to_path_buf());
+    let (_temp, root) = bench_dir("INCREMENTAL_BENCH_DIR");
     let base_dir = root.join("base");
     let defs = RefDefs::embedded().expect("refdefs");
     let edited = edited(&defs);

@@ -1,5 +1,6 @@
 //! Helpers shared by the benchmark binaries in this folder, and their allocator.
 
+use std::path::PathBuf;
 use std::time::Instant;
 
 use datafusion::prelude::SessionContext;
@@ -15,6 +16,24 @@ pub fn env_number(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (e.g. `RUST_LOG=cxrlake_pipeline=info`).
+pub fn init_logging() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// The bench's folder: the environment variable `name`, else a temporary folder, removed when the
+/// returned guard is dropped.
+pub fn bench_dir(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let temp = tempfile::tempdir().expect("tempdir");
+    let root = std::env::var(name)
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| temp.path().to_path_buf());
+    (temp, root)
 }
 
 /// Median wall time in seconds of running `sql` to completion `runs` times (at least once).

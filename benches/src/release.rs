@@ -12,14 +12,14 @@
 //! each one's peak memory on its own; `RUST_LOG=cxrlake_export=info` logs when each file of the
 //! release is written.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
 use arrow::array::{ArrayRef, AsArray, Int8Array, RecordBatch, StringArray};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float64Type};
-use cxrlake_benches::env_number;
+use cxrlake_benches::{bench_dir, env_number, init_logging};
 use cxrlake_export::release::{portable_batch, portable_schema};
 use cxrlake_export::{ReleaseExport, ReleaseFormat, Subset, export_release};
 use cxrlake_ingest::{IngestOptions, ingest};
@@ -37,16 +37,10 @@ use cxrlake_templates::Templates;
 #[tokio::main]
 #[allow(clippy::print_stdout)]
 async fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging();
     let studies = env_number("RELEASE_BENCH_STUDIES", 200);
     let copies = env_number("RELEASE_BENCH_COPIES", 91);
-    let temp = tempfile::tempdir().expect("tempdir");
-    let root = std::env::var("RELEASE_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| temp.path().to_path_buf());
+    let (_temp, root) = bench_dir("RELEASE_BENCH_DIR");
     let lake_dir = root.join("lake");
     let lake = Lake::open_url(lake_dir.to_str().expect("utf8")).expect("open");
     if std::env::var_os("RELEASE_BENCH_REUSE").is_none() || !lake_dir.exists() {

@@ -11,10 +11,9 @@
 //! skipped. `STAGES_BENCH_STAGES` (default `map,graph,qa,judge`) picks what runs after extract;
 //! `RUST_LOG=cxrlake_pipeline=info` logs every statement's time.
 
-use std::path::PathBuf;
 use std::time::Instant;
 
-use cxrlake_benches::env_number;
+use cxrlake_benches::{bench_dir, env_number, init_logging};
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
 use cxrlake_pipeline::balance;
@@ -32,18 +31,12 @@ use cxrlake_templates::Templates;
 #[tokio::main]
 #[allow(clippy::print_stdout)]
 async fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_writer(std::io::stderr)
-        .init();
+    init_logging();
     let stages =
         std::env::var("STAGES_BENCH_STAGES").unwrap_or_else(|_| "map,graph,qa,judge".into());
     let runs = |stage: &str| stages.split(',').any(|s| s.trim() == stage);
     let studies = env_number("STAGES_BENCH_STUDIES", 2_000);
-    let temp = tempfile::tempdir().expect("tempdir");
-    let root = std::env::var("STAGES_BENCH_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| temp.path().to_path_buf());
+    let (_temp, root) = bench_dir("STAGES_BENCH_DIR");
     let corpus = root.join("corpus");
     let lake_dir = root.join("lake");
     let defs = RefDefs::embedded().expect("refdefs");

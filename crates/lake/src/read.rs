@@ -110,10 +110,10 @@ pub(crate) async fn locate(table: &DeltaTable, ids: &BTreeSet<String>) -> Result
     let store = table.object_store();
     let mut located = Vec::new();
     for file in snapshot.log_data().iter() {
-        if let Some((min, max)) = file_study_range(file.stats().as_deref()) {
-            if !any_between(ids, &min, &max) {
-                continue;
-            }
+        if let Some((min, max)) = file_study_range(file.stats().as_deref())
+            && !any_between(ids, &min, &max)
+        {
+            continue;
         }
         let path = file.object_store_path();
         let bytes = store.get(&path).await?.bytes().await?;

@@ -157,7 +157,8 @@ async fn write_kept(
     let delta = |e| LakeError::delta(name, e);
     let mut writer = DeltaWriter::new(store, config);
     let mut actions = Vec::new();
-    for file in &files {
+    // Each file's bytes are freed once its rows are written.
+    for file in files {
         for index in 0..file.row_groups() {
             for batch in file.kept_rows(index)? {
                 writer
@@ -166,7 +167,7 @@ async fn write_kept(
                     .map_err(delta)?;
             }
         }
-        actions.push(Action::Remove(file.remove.clone()));
+        actions.push(Action::Remove(file.remove));
     }
     let adds = writer.close().await.map_err(delta)?;
     actions.extend(adds.into_iter().map(Action::Add));
