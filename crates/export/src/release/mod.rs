@@ -20,6 +20,7 @@
 //! once; the study-level files then read the written `question_metadata.parquet` back.
 
 mod broadcast;
+mod csv;
 mod tables;
 
 use std::fmt;

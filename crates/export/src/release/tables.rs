@@ -29,6 +29,7 @@ use parquet::file::properties::WriterProperties;
 use serde_json::json;
 
 use crate::error::{ExportError, Result};
+use super::csv;
 use crate::files::hidden_temp;
 
 /// The columns pandas reads back as the index of a metadata table, in index order.
@@ -234,19 +235,6 @@ pub(crate) async fn write_stream(
         .build();
     let mut writer = ArrowWriter::try_new(pending.create()?, Arc::clone(&schema), Some(properties))
         .map_err(parquet_error(parquet))?;
-    let mut csv_out = match csv {
-        Some(path) => {
-            let pending = Pending::new(path)?;
-            let gzip = GzEncoder::new(pending.create()?, Compression::fast());
-            Some((
-                pending,
-                arrow::csv::WriterBuilder::new()
-                    .with_header(true)
-                    .build(gzip),
-            ))
-        }
-        None => None,
-    };
     // CSV columns: the index first, as pandas' to_csv writes them.
     let csv_order: Vec<usize> = {
         let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
@@ -256,20 +244,33 @@ pub(crate) async fn write_stream(
         order.extend(rest);
         order
     };
+    let mut text = Vec::new();
+    let mut csv_out = match csv {
+        Some(path) => {
+            let pending = Pending::new(path)?;
+            let mut gzip = GzEncoder::new(pending.create()?, Compression::fast());
+            csv::header(&schema.project(&csv_order)?, &mut text);
+            gzip.write_all(&text).map_err(io_error(path))?;
+            Some((pending, gzip))
+        }
+        None => None,
+    };
 
     let mut rows = 0u64;
     while let Some(batch) = stream.next().await {
         let batch = portable_batch(&batch?, &schema)?;
         rows += batch.num_rows() as u64;
         writer.write(&batch).map_err(parquet_error(parquet))?;
-        if let Some((_, csv_writer)) = csv_out.as_mut() {
-            csv_writer.write(&batch.project(&csv_order)?)?;
+        if let (Some((_, gzip)), Some(path)) = (csv_out.as_mut(), csv) {
+            text.clear();
+            csv::rows(&batch.project(&csv_order)?, &mut text)?;
+            gzip.write_all(&text).map_err(io_error(path))?;
         }
     }
     writer.close().map_err(parquet_error(parquet))?;
     let mut bytes = pending.commit()?;
-    if let (Some((pending, csv_writer)), Some(path)) = (csv_out, csv) {
-        let mut file = csv_writer.into_inner().finish().map_err(io_error(path))?;
+    if let (Some((pending, gzip)), Some(path)) = (csv_out, csv) {
+        let mut file = gzip.finish().map_err(io_error(path))?;
         file.flush().map_err(io_error(path))?;
         drop(file);
         bytes += pending.commit()?;
