@@ -85,10 +85,48 @@ pub(crate) async fn count(ctx: &SessionContext, stage: &'static str, sql: &str) 
         .unwrap_or(0) as usize)
 }
 
-/// A short content hash of a stage's SQL, part of its fingerprint.
+/// A short content hash of a stage's SQL, part of its fingerprint: of its [`sql_code`], so
+/// that editing a comment or the layout does not make the stage's tables stale.
 pub(crate) fn sql_hash(sql: &str) -> String {
     use sha2::Digest;
-    hex::encode(&sha2::Sha256::digest(sql.as_bytes())[..8])
+    hex::encode(&sha2::Sha256::digest(sql_code(sql).as_bytes())[..8])
+}
+
+/// `sql` without its `--` comments (but with the `-- @step` / `-- @table` headers, which name
+/// the statements), each line trimmed, blank lines dropped. `--` inside a string literal or a
+/// quoted identifier is text, not a comment.
+fn sql_code(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut quote: Option<char> = None;
+    for line in sql.lines() {
+        let trimmed = line.trim();
+        let in_text = quote.is_some();
+        if !in_text && trimmed.starts_with("-- @") {
+            out.push_str(trimmed);
+            out.push('\n');
+            continue;
+        }
+        let mut code = String::with_capacity(line.len());
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match quote {
+                Some(q) if c == q => quote = None,
+                Some(_) => {}
+                None if c == '\'' || c == '"' => quote = Some(c),
+                None if c == '-' && chars.peek() == Some(&'-') => break,
+                None => {}
+            }
+            code.push(c);
+        }
+        // Whitespace inside a string literal is kept.
+        let code = if in_text { code.as_str() } else { code.trim_start() };
+        let code = if quote.is_some() { code } else { code.trim_end() };
+        if !code.is_empty() || in_text {
+            out.push_str(code);
+            out.push('\n');
+        }
+    }
+    out
 }
 
 /// One statement of a stage's SQL file.
@@ -595,4 +633,29 @@ pub(crate) struct StageRun {
     pub version: u64,
     /// The studies whose rows changed (the scope, unless the run detected changes).
     pub changed: Scope,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_and_layout_do_not_change_the_sql_hash_but_code_does() {
+        let sql = "-- grade: what it does\n-- @step requests\nSELECT a, -- the id\n  b\nFROM t\n";
+        let reworded = "-- grade: what it does, better said\n\n-- @step requests\n\
+                        SELECT a,\n    b -- kept\nFROM t   \n";
+        assert_eq!(sql_hash(sql), sql_hash(reworded));
+        assert_ne!(sql_hash(sql), sql_hash(&sql.replace("FROM t", "FROM u")));
+        // A header names a statement: it is code.
+        assert_ne!(sql_hash(sql), sql_hash(&sql.replace("@step requests", "@step asks")));
+        // `--` in a string literal or quoted identifier is text.
+        let literal = "SELECT '--a' AS \"x--y\" FROM t\n";
+        assert_eq!(sql_code(literal), literal);
+        assert_ne!(sql_hash(literal), sql_hash("SELECT '--b' AS \"x--y\" FROM t\n"));
+        // Whitespace inside a multi-line literal is kept.
+        assert_ne!(
+            sql_hash("SELECT 'a\n  b' FROM t\n"),
+            sql_hash("SELECT 'a\nb' FROM t\n")
+        );
+    }
 }
