@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! every data file ── Delta stats, row-group stats (study_id min/max) ──► candidates
-//!   candidates ── the study_id column alone, decoded ──► per row group, a mask of the studies
+//!   candidates ── footer and study_id column fetched, decoded ──► per row group, a mask of the
+//!                 studies; only files with a masked row fetched whole
 //!   masked row groups ── read with a row selection (other rows skipped) ──► the studies' rows
 //! ```
 //!
@@ -19,15 +20,22 @@ use bytes::Bytes;
 use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
 use datafusion::arrow::compute::{cast, concat, not};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
-use datafusion::parquet::arrow::ProjectionMask;
 use datafusion::parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
 };
+use datafusion::parquet::arrow::async_reader::AsyncFileReader;
+use datafusion::parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
+use datafusion::parquet::errors::{ParquetError, Result as ParquetResult};
 use datafusion::parquet::file::metadata::PageIndexPolicy;
+use datafusion::parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 use datafusion::parquet::file::statistics::Statistics;
 use deltalake::DeltaTable;
 use deltalake::kernel::Remove;
+use deltalake::logstore::ObjectStoreRef;
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
+use object_store::path::Path;
 use serde_json::Value;
 
 use crate::error::{LakeError, Result};
@@ -103,94 +111,184 @@ fn any_between(ids: &BTreeSet<String>, min: &str, max: &str) -> bool {
 }
 
 /// The data files of `table` that hold some of `ids`, each with the row groups that do. Files
-/// and row groups whose `study_id` statistics rule the studies out are not read.
+/// and row groups whose `study_id` statistics rule the studies out are not read; of the others
+/// only the footer and the `study_id` column are fetched until a row of the studies is found
+/// (after an incremental qa stage, most files hold none of the studies it rewrote: their new
+/// rows are in files of their own), and only files with such rows are fetched whole.
 pub(crate) async fn locate(table: &DeltaTable, ids: &BTreeSet<String>) -> Result<Vec<Located>> {
     let name = table.table_url().to_string();
     let snapshot = table.snapshot().map_err(|e| LakeError::delta(&name, e))?;
     let store = table.object_store();
-    let mut located = Vec::new();
-    for file in snapshot.log_data().iter() {
-        if let Some((min, max)) = file_study_range(file.stats().as_deref())
-            && !any_between(ids, &min, &max)
-        {
-            continue;
-        }
-        let path = file.object_store_path();
-        let bytes = store.get(&path).await?.bytes().await?;
-        let metadata = ArrowReaderMetadata::load(
-            &bytes,
-            ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional),
-        )?;
-        let parquet = metadata.metadata();
-        let Some(leaf) = parquet
-            .file_metadata()
-            .schema_descr()
-            .columns()
-            .iter()
-            .position(|c| c.path().parts() == ["study_id"])
-        else {
-            return Err(LakeError::Config(format!(
-                "{path} has no study_id column: only per-study tables can replace studies"
-            )));
-        };
-        let candidates: Vec<usize> = (0..parquet.num_row_groups())
-            .filter(|&i| match parquet.row_group(i).column(leaf).statistics() {
-                Some(Statistics::ByteArray(s)) => match (s.min_opt(), s.max_opt()) {
-                    (Some(min), Some(max)) => match (min.as_utf8(), max.as_utf8()) {
-                        (Ok(min), Ok(max)) => any_between(ids, min, max),
-                        _ => true,
-                    },
+    let files: Vec<_> = snapshot
+        .log_data()
+        .iter()
+        .filter(|file| match file_study_range(file.stats().as_deref()) {
+            Some((min, max)) => any_between(ids, &min, &max),
+            None => true,
+        })
+        .map(|file| {
+            (
+                file.object_store_path(),
+                file.size().max(0) as u64,
+                file.remove_action(true),
+            )
+        })
+        .collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let located: Vec<Option<Located>> = futures::stream::iter(files)
+        .map(|(path, size, remove)| {
+            let store = store.clone();
+            async move { locate_file(store, path, size, remove, ids).await }
+        })
+        .buffered(2 * threads)
+        .try_collect()
+        .await?;
+    let candidates = located.len();
+    let located: Vec<Located> = located.into_iter().flatten().collect();
+    tracing::debug!(
+        table = %name,
+        studies = ids.len(),
+        candidates,
+        fetched = located.len(),
+        bytes = located.iter().map(|l| l.bytes.len()).sum::<usize>(),
+        "studies located"
+    );
+    Ok(located)
+}
+
+/// [`locate`] of one data file: `None` when it holds none of `ids`.
+async fn locate_file(
+    store: ObjectStoreRef,
+    path: Path,
+    size: u64,
+    remove: Remove,
+    ids: &BTreeSet<String>,
+) -> Result<Option<Located>> {
+    let size = match size {
+        0 => store.head(&path).await?.size,
+        size => size,
+    };
+    let mut reader = StoreFile {
+        store: store.clone(),
+        path: path.clone(),
+        size,
+    };
+    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+    let metadata = ArrowReaderMetadata::load_async(&mut reader, options).await?;
+    let parquet = metadata.metadata();
+    let Some(leaf) = parquet
+        .file_metadata()
+        .schema_descr()
+        .columns()
+        .iter()
+        .position(|c| c.path().parts() == ["study_id"])
+    else {
+        return Err(LakeError::Config(format!(
+            "{path} has no study_id column: only per-study tables can replace studies"
+        )));
+    };
+    let candidates: Vec<usize> = (0..parquet.num_row_groups())
+        .filter(|&i| match parquet.row_group(i).column(leaf).statistics() {
+            Some(Statistics::ByteArray(s)) => match (s.min_opt(), s.max_opt()) {
+                (Some(min), Some(max)) => match (min.as_utf8(), max.as_utf8()) {
+                    (Ok(min), Ok(max)) => any_between(ids, min, max),
                     _ => true,
                 },
                 _ => true,
-            })
+            },
+            _ => true,
+        })
+        .collect();
+    if candidates.is_empty() {
+        return Ok(None);
+    }
+    let mask = ProjectionMask::leaves(parquet.file_metadata().schema_descr(), [leaf]);
+    let mut batches = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata.clone())
+        .with_projection(mask)
+        .with_row_groups(candidates.clone())
+        .with_batch_size(64 * 1024)
+        .build()?;
+    let mut columns = Vec::new();
+    while let Some(batch) = batches.next().await {
+        columns.push(cast(batch?.column(0), &DataType::Utf8)?);
+    }
+    let parts: Vec<&dyn Array> = columns.iter().map(|c| c.as_ref()).collect();
+    if parts.is_empty() {
+        return Ok(None);
+    }
+    let studies = concat(&parts)?;
+    let mut hits: Vec<Option<BooleanArray>> = vec![None; parquet.num_row_groups()];
+    let mut offset = 0;
+    for index in candidates {
+        let rows = parquet.row_group(index).num_rows() as usize;
+        let slice = studies.slice(offset, rows);
+        offset += rows;
+        let mask: BooleanArray = slice
+            .as_string::<i32>()
+            .iter()
+            .map(|id| Some(id.is_some_and(|id| ids.contains(id))))
             .collect();
-        let mut hits: Vec<Option<BooleanArray>> = vec![None; parquet.num_row_groups()];
-        if !candidates.is_empty() {
-            let mask = ProjectionMask::leaves(parquet.file_metadata().schema_descr(), [leaf]);
-            let reader =
-                ParquetRecordBatchReaderBuilder::new_with_metadata(bytes.clone(), metadata.clone())
-                    .with_projection(mask)
-                    .with_row_groups(candidates.clone())
-                    .with_batch_size(64 * 1024)
-                    .build()?;
-            let mut columns = Vec::new();
-            for batch in reader {
-                let batch = batch?;
-                columns.push(cast(batch.column(0), &DataType::Utf8)?);
-            }
-            let parts: Vec<&dyn Array> = columns.iter().map(|c| c.as_ref()).collect();
-            let studies = if parts.is_empty() {
-                None
-            } else {
-                Some(concat(&parts)?)
-            };
-            let mut offset = 0;
-            for index in candidates {
-                let rows = parquet.row_group(index).num_rows() as usize;
-                let Some(studies) = &studies else { break };
-                let slice = studies.slice(offset, rows);
-                offset += rows;
-                let mask: BooleanArray = slice
-                    .as_string::<i32>()
-                    .iter()
-                    .map(|id| Some(id.is_some_and(|id| ids.contains(id))))
-                    .collect();
-                if mask.true_count() > 0 {
-                    hits[index] = Some(mask);
-                }
-            }
-        }
-        if hits.iter().any(Option::is_some) {
-            located.push(Located {
-                bytes,
-                remove: file.remove_action(true),
-                metadata,
-                hits,
-            });
+        if mask.true_count() > 0 {
+            hits[index] = Some(mask);
         }
     }
-    Ok(located)
+    if hits.iter().all(Option::is_none) {
+        return Ok(None);
+    }
+    let bytes = store.get(&path).await?.bytes().await?;
+    Ok(Some(Located {
+        bytes,
+        remove,
+        metadata,
+        hits,
+    }))
+}
+
+/// A data file read by byte ranges from the table's object store.
+struct StoreFile {
+    store: ObjectStoreRef,
+    path: Path,
+    size: u64,
+}
+
+impl AsyncFileReader for StoreFile {
+    fn get_bytes(&mut self, range: std::ops::Range<u64>) -> BoxFuture<'_, ParquetResult<Bytes>> {
+        async move {
+            self.store
+                .get_range(&self.path, range)
+                .await
+                .map_err(|e| ParquetError::External(Box::new(e)))
+        }
+        .boxed()
+    }
+
+    fn get_byte_ranges(
+        &mut self,
+        ranges: Vec<std::ops::Range<u64>>,
+    ) -> BoxFuture<'_, ParquetResult<Vec<Bytes>>> {
+        async move {
+            self.store
+                .get_ranges(&self.path, &ranges)
+                .await
+                .map_err(|e| ParquetError::External(Box::new(e)))
+        }
+        .boxed()
+    }
+
+    fn get_metadata<'a>(
+        &'a mut self,
+        _options: Option<&'a ArrowReaderOptions>,
+    ) -> BoxFuture<'a, ParquetResult<std::sync::Arc<ParquetMetaData>>> {
+        async move {
+            let size = self.size;
+            let metadata = ParquetMetaDataReader::new()
+                .with_page_index_policy(PageIndexPolicy::Optional)
+                .load_and_finish(self, size)
+                .await?;
+            Ok(std::sync::Arc::new(metadata))
+        }
+        .boxed()
+    }
 }
 
 /// `minValues.study_id` and `maxValues.study_id` of a file's Delta statistics.

@@ -119,8 +119,16 @@ fn sql_code(sql: &str) -> String {
             code.push(c);
         }
         // Whitespace inside a string literal is kept.
-        let code = if in_text { code.as_str() } else { code.trim_start() };
-        let code = if quote.is_some() { code } else { code.trim_end() };
+        let code = if in_text {
+            code.as_str()
+        } else {
+            code.trim_start()
+        };
+        let code = if quote.is_some() {
+            code
+        } else {
+            code.trim_end()
+        };
         if !code.is_empty() || in_text {
             out.push_str(code);
             out.push('\n');
@@ -647,11 +655,17 @@ mod tests {
         assert_eq!(sql_hash(sql), sql_hash(reworded));
         assert_ne!(sql_hash(sql), sql_hash(&sql.replace("FROM t", "FROM u")));
         // A header names a statement: it is code.
-        assert_ne!(sql_hash(sql), sql_hash(&sql.replace("@step requests", "@step asks")));
+        assert_ne!(
+            sql_hash(sql),
+            sql_hash(&sql.replace("@step requests", "@step asks"))
+        );
         // `--` in a string literal or quoted identifier is text.
         let literal = "SELECT '--a' AS \"x--y\" FROM t\n";
         assert_eq!(sql_code(literal), literal);
-        assert_ne!(sql_hash(literal), sql_hash("SELECT '--b' AS \"x--y\" FROM t\n"));
+        assert_ne!(
+            sql_hash(literal),
+            sql_hash("SELECT '--b' AS \"x--y\" FROM t\n")
+        );
         // Whitespace inside a multi-line literal is kept.
         assert_ne!(
             sql_hash("SELECT 'a\n  b' FROM t\n"),

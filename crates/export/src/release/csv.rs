@@ -205,15 +205,21 @@ mod tests {
                 Arc::new(StringArray::from(texts.to_vec())),
                 Arc::new(LargeStringArray::from(texts.to_vec())),
                 Arc::new(StringViewArray::from(texts.to_vec())),
-                Arc::new(Int8Array::from_iter((0..n).map(|i| ints(i).map(|v| v as i8)))),
+                Arc::new(Int8Array::from_iter(
+                    (0..n).map(|i| ints(i).map(|v| v as i8)),
+                )),
                 Arc::new(Int32Array::from_iter(
                     (0..n).map(|i| ints(i).map(|v| v as i32 * 1_000_000)),
                 )),
                 Arc::new(UInt16Array::from_iter(
                     (0..n).map(|i| ints(i).map(|v| v.unsigned_abs() as u16)),
                 )),
-                Arc::new(Int64Array::from_iter((0..n).map(|i| ints(i).map(|v| v * (i64::MAX / 1000))))),
-                Arc::new(BooleanArray::from_iter((0..n).map(|i| (i % 4 != 3).then_some(i % 2 == 0)))),
+                Arc::new(Int64Array::from_iter(
+                    (0..n).map(|i| ints(i).map(|v| v * (i64::MAX / 1000))),
+                )),
+                Arc::new(BooleanArray::from_iter(
+                    (0..n).map(|i| (i % 4 != 3).then_some(i % 2 == 0)),
+                )),
                 Arc::new(Float64Array::from_iter(
                     (0..n).map(|i| (i % 5 != 2).then_some(i as f64 / 3.0 - 1.5)),
                 )),

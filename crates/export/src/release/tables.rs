@@ -28,8 +28,8 @@ use parquet::basic::Compression as ParquetCompression;
 use parquet::file::properties::WriterProperties;
 use serde_json::json;
 
-use crate::error::{ExportError, Result};
 use super::csv;
+use crate::error::{ExportError, Result};
 use crate::files::hidden_temp;
 
 /// The columns pandas reads back as the index of a metadata table, in index order.
