@@ -133,7 +133,8 @@ pub(crate) fn rows(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), ArrowEr
 /// crate's `QuoteStyle::Necessary`: an empty field alone on its line is quoted too).
 fn field(bytes: &[u8], width: usize, out: &mut Vec<u8>) {
     let special = |b: &u8| matches!(b, b',' | b'"' | b'\r' | b'\n');
-    if !bytes.iter().any(special) && !(bytes.is_empty() && width == 1) {
+    let alone_and_empty = bytes.is_empty() && width == 1;
+    if !alone_and_empty && !bytes.iter().any(special) {
         out.extend_from_slice(bytes);
         return;
     }
