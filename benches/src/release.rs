@@ -8,8 +8,9 @@
 //! (`p…NNN`, `s…NNN`), and every QA pair given a rating by `hash(5, study, question)` (seven
 //! ratings evenly, so FT ≈ 3/7). Its folder is `RELEASE_BENCH_DIR` (default: a temporary
 //! folder); `RELEASE_BENCH_REUSE=1` reuses a lake built there before. `RELEASE_BENCH_FORMATS`
-//! picks the formats (`parquet`, `physionet`, comma-separated; default both), e.g. to measure
-//! each one's peak memory on its own; `RUST_LOG=cxrlake_export=info` logs when each file of the
+//! picks the formats (`parquet`, `physionet`, `both` — the export's default, one command writing
+//! both layouts —, comma-separated; default `parquet,physionet`), e.g. to measure each one's peak
+//! memory on its own; `RUST_LOG=cxrlake_export=info` logs when each file of the
 //! release is written.
 
 use std::path::Path;
@@ -90,9 +91,10 @@ fn formats() -> Vec<ReleaseFormat> {
         formats.push(match name {
             "parquet" => ReleaseFormat::Parquet,
             "physionet" => ReleaseFormat::Physionet,
-            other => {
-                panic!("RELEASE_BENCH_FORMATS: unknown format {other}; use parquet, physionet")
-            }
+            "both" => ReleaseFormat::Both,
+            other => panic!(
+                "RELEASE_BENCH_FORMATS: unknown format {other}; use parquet, physionet, both"
+            ),
         });
     }
     if formats.is_empty() {
