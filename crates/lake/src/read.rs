@@ -53,17 +53,21 @@ pub(crate) struct Located {
 }
 
 impl Located {
-    /// The rows of row group `index` that `keep` selects; the others are skipped, not decoded
-    /// into arrays.
-    fn rows(&self, index: usize, keep: &BooleanArray) -> Result<Vec<RecordBatch>> {
-        let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(
+    /// The rows of row group `index` that `keep` selects (every row without it); the others
+    /// are skipped, not decoded into arrays.
+    fn rows(&self, index: usize, keep: Option<&BooleanArray>) -> Result<Vec<RecordBatch>> {
+        let mut reader = ParquetRecordBatchReaderBuilder::new_with_metadata(
             self.bytes.clone(),
             self.metadata.clone(),
         )
-        .with_row_groups(vec![index])
-        .with_row_selection(RowSelection::from_filters(std::slice::from_ref(keep)))
-        .build()?;
-        Ok(reader.collect::<std::result::Result<Vec<_>, _>>()?)
+        .with_row_groups(vec![index]);
+        if let Some(keep) = keep {
+            reader =
+                reader.with_row_selection(RowSelection::from_filters(std::slice::from_ref(keep)));
+        }
+        Ok(reader
+            .build()?
+            .collect::<std::result::Result<Vec<_>, _>>()?)
     }
 
     /// Its number of row groups.
@@ -74,16 +78,8 @@ impl Located {
     /// The rows of row group `index` that are not the located studies'.
     pub(crate) fn kept_rows(&self, index: usize) -> Result<Vec<RecordBatch>> {
         match &self.hits[index] {
-            Some(hit) => self.rows(index, &not(hit)?),
-            None => {
-                let reader = ParquetRecordBatchReaderBuilder::new_with_metadata(
-                    self.bytes.clone(),
-                    self.metadata.clone(),
-                )
-                .with_row_groups(vec![index])
-                .build()?;
-                Ok(reader.collect::<std::result::Result<Vec<_>, _>>()?)
-            }
+            Some(hit) => self.rows(index, Some(&not(hit)?)),
+            None => self.rows(index, None),
         }
     }
 
@@ -92,7 +88,7 @@ impl Located {
         let mut out = Vec::new();
         for (index, hit) in self.hits.iter().enumerate() {
             if let Some(mask) = hit {
-                for batch in self.rows(index, mask)? {
+                for batch in self.rows(index, Some(mask))? {
                     out.push(cast_batch(&batch, schema)?);
                 }
             }

@@ -72,13 +72,16 @@ impl Broadcast {
         Ok(receiver_stream(Arc::clone(&self.schema), self.subscribe()?))
     }
 
+    fn readers(&self) -> datafusion::common::Result<std::sync::MutexGuard<'_, Readers>> {
+        self.readers
+            .lock()
+            .map_err(|_| exec_datafusion_err!("a broadcast table's readers were poisoned"))
+    }
+
     /// A new channel of the feed.
     fn subscribe(&self) -> datafusion::common::Result<mpsc::Receiver<Message>> {
         let (sender, receiver) = mpsc::channel(CHANNEL_BATCHES);
-        let mut readers = self
-            .readers
-            .lock()
-            .map_err(|_| exec_datafusion_err!("a broadcast table's readers were poisoned"))?;
+        let mut readers = self.readers()?;
         if readers.fed {
             return internal_err!("a reader of a broadcast table was made after its feed started");
         }
@@ -93,10 +96,7 @@ impl Broadcast {
         mut source: SendableRecordBatchStream,
     ) -> datafusion::common::Result<u64> {
         let mut senders = {
-            let mut readers = self
-                .readers
-                .lock()
-                .map_err(|_| exec_datafusion_err!("a broadcast table's readers were poisoned"))?;
+            let mut readers = self.readers()?;
             if readers.fed {
                 return internal_err!("a broadcast table is fed once");
             }

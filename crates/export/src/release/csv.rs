@@ -7,7 +7,9 @@
 //! The per-question tables of an FT export are ~10 M rows; Arrow's writer spent three times
 //! the time of this one on them (`benches/src/release.rs`, PhysioNet layout).
 
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int64Array, RecordBatch};
+use arrow::array::{
+    Array, ArrayAccessor, ArrayRef, AsArray, BooleanArray, Int64Array, RecordBatch,
+};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Schema};
 use arrow::error::ArrowError;
@@ -90,18 +92,9 @@ pub(crate) fn rows(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), ArrowEr
                 out.push(b',');
             }
             match column {
-                Column::Utf8(array) => {
-                    let value = array.is_valid(row).then(|| array.value(row));
-                    field(value.unwrap_or("").as_bytes(), width, out);
-                }
-                Column::LargeUtf8(array) => {
-                    let value = array.is_valid(row).then(|| array.value(row));
-                    field(value.unwrap_or("").as_bytes(), width, out);
-                }
-                Column::View(array) => {
-                    let value = array.is_valid(row).then(|| array.value(row));
-                    field(value.unwrap_or("").as_bytes(), width, out);
-                }
+                Column::Utf8(array) => field(value_bytes(*array, row), width, out),
+                Column::LargeUtf8(array) => field(value_bytes(*array, row), width, out),
+                Column::View(array) => field(value_bytes(*array, row), width, out),
                 Column::Int(array) => {
                     if array.is_valid(row) {
                         out.extend_from_slice(integer.format(array.value(row)).as_bytes());
@@ -127,6 +120,15 @@ pub(crate) fn rows(batch: &RecordBatch, out: &mut Vec<u8>) -> Result<(), ArrowEr
         out.push(b'\n');
     }
     Ok(())
+}
+
+/// The text at `row` (empty when null).
+fn value_bytes<'a>(array: impl ArrayAccessor<Item = &'a str>, row: usize) -> &'a [u8] {
+    if array.is_valid(row) {
+        array.value(row).as_bytes()
+    } else {
+        b""
+    }
 }
 
 /// Appends one field of a record of `width` fields, quoted when it must be (as the `csv`

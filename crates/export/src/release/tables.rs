@@ -251,7 +251,7 @@ pub(crate) async fn write_stream(
             let mut gzip = GzEncoder::new(pending.create()?, Compression::fast());
             csv::header(&schema.project(&csv_order)?, &mut text);
             gzip.write_all(&text).map_err(io_error(path))?;
-            Some((pending, gzip))
+            Some((pending, gzip, path))
         }
         None => None,
     };
@@ -261,7 +261,7 @@ pub(crate) async fn write_stream(
         let batch = portable_batch(&batch?, &schema)?;
         rows += batch.num_rows() as u64;
         writer.write(&batch).map_err(parquet_error(parquet))?;
-        if let (Some((_, gzip)), Some(path)) = (csv_out.as_mut(), csv) {
+        if let Some((_, gzip, path)) = csv_out.as_mut() {
             text.clear();
             csv::rows(&batch.project(&csv_order)?, &mut text)?;
             gzip.write_all(&text).map_err(io_error(path))?;
@@ -269,7 +269,7 @@ pub(crate) async fn write_stream(
     }
     writer.close().map_err(parquet_error(parquet))?;
     let mut bytes = pending.commit()?;
-    if let (Some((pending, gzip)), Some(path)) = (csv_out, csv) {
+    if let Some((pending, gzip, path)) = csv_out {
         let mut file = gzip.finish().map_err(io_error(path))?;
         file.flush().map_err(io_error(path))?;
         drop(file);
