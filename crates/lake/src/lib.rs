@@ -9,6 +9,7 @@
 
 pub mod commit;
 pub mod config;
+mod deletion;
 pub mod error;
 pub mod lake;
 mod read;

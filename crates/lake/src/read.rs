@@ -18,7 +18,7 @@ use std::ops::Bound;
 
 use bytes::Bytes;
 use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
-use datafusion::arrow::compute::{cast, concat, not};
+use datafusion::arrow::compute::{cast, concat};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
@@ -30,34 +30,48 @@ use datafusion::parquet::file::metadata::PageIndexPolicy;
 use datafusion::parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 use datafusion::parquet::file::statistics::Statistics;
 use deltalake::DeltaTable;
-use deltalake::kernel::Remove;
+use deltalake::kernel::{Add, Remove};
 use deltalake::logstore::ObjectStoreRef;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
 use object_store::path::Path;
+use roaring::RoaringTreemap;
 use serde_json::Value;
 
+use crate::deletion;
 use crate::error::{LakeError, Result};
 
 /// One data file that holds some of the studies.
 pub(crate) struct Located {
-    /// The whole file.
-    pub(crate) bytes: Bytes,
-    /// The action that removes it from the table.
+    /// Where it lies, relative to the table root.
+    pub(crate) path: Path,
+    /// Its size in bytes.
+    pub(crate) size: u64,
+    /// Its add action as the table version holds it (statistics, deletion vector).
+    pub(crate) add: Add,
+    /// The action that removes it (with its deletion vector) from the table.
     pub(crate) remove: Remove,
+    /// The rows the table version's deletion vector removes from the file.
+    pub(crate) deleted: RoaringTreemap,
     /// Its footer, decoded for Arrow.
     metadata: ArrowReaderMetadata,
-    /// Per row group: `None` when it holds none of the studies, else which of its rows do.
+    /// Per row group: `None` when it holds none of the studies, else which of its rows do
+    /// (deleted rows never do).
     hits: Vec<Option<BooleanArray>>,
 }
 
 impl Located {
-    /// The rows of row group `index` that `keep` selects (every row without it); the others
-    /// are skipped, not decoded into arrays.
-    fn rows(&self, index: usize, keep: Option<&BooleanArray>) -> Result<Vec<RecordBatch>> {
+    /// The rows of row group `index` of the file `bytes` that `keep` selects (every row
+    /// without it); the others are skipped, not decoded into arrays.
+    fn rows(
+        &self,
+        bytes: &Bytes,
+        index: usize,
+        keep: Option<&BooleanArray>,
+    ) -> Result<Vec<RecordBatch>> {
         let mut reader = ParquetRecordBatchReaderBuilder::new_with_metadata(
-            self.bytes.clone(),
+            bytes.clone(),
             self.metadata.clone(),
         )
         .with_row_groups(vec![index]);
@@ -70,31 +84,81 @@ impl Located {
             .collect::<std::result::Result<Vec<_>, _>>()?)
     }
 
+    /// The whole file.
+    pub(crate) async fn fetch(&self, store: &ObjectStoreRef) -> Result<Bytes> {
+        Ok(store.get(&self.path).await?.bytes().await?)
+    }
+
+    /// Its number of rows, deleted ones included.
+    pub(crate) fn num_rows(&self) -> u64 {
+        self.metadata.metadata().file_metadata().num_rows().max(0) as u64
+    }
+
     /// Its number of row groups.
     pub(crate) fn row_groups(&self) -> usize {
         self.hits.len()
     }
 
-    /// The rows of row group `index` that are not the located studies'.
-    pub(crate) fn kept_rows(&self, index: usize) -> Result<Vec<RecordBatch>> {
-        match &self.hits[index] {
-            Some(hit) => self.rows(index, Some(&not(hit)?)),
-            None => self.rows(index, None),
+    /// The rows of the file the table version holds and the located studies' rows among them:
+    /// the file's deletion vector after the studies' rows are replaced.
+    pub(crate) fn deleted_after_replace(&self) -> RoaringTreemap {
+        let mut deleted = self.deleted.clone();
+        for (hit, first) in self.hits.iter().zip(first_rows(self.metadata.metadata())) {
+            if let Some(hit) = hit {
+                deleted.extend(
+                    (0..hit.len())
+                        .filter(|&row| hit.value(row))
+                        .map(|row| first + row as u64),
+                );
+            }
         }
+        deleted
     }
 
-    /// The rows of the located studies.
-    fn hit_rows(&self, schema: &SchemaRef) -> Result<Vec<RecordBatch>> {
+    /// The rows of row group `index` of the file `bytes` that the table version holds and that
+    /// are not the located studies'.
+    pub(crate) fn kept_rows(&self, bytes: &Bytes, index: usize) -> Result<Vec<RecordBatch>> {
+        let first = first_rows(self.metadata.metadata())[index];
+        let rows = self.metadata.metadata().row_group(index).num_rows().max(0) as u64;
+        let deleted = self.deleted.range_cardinality(first..first + rows) > 0;
+        if self.hits[index].is_none() && !deleted {
+            return self.rows(bytes, index, None);
+        }
+        let keep: BooleanArray = (0..rows)
+            .map(|row| {
+                let hit = self.hits[index]
+                    .as_ref()
+                    .is_some_and(|hit| hit.value(row as usize));
+                Some(!hit && !self.deleted.contains(first + row))
+            })
+            .collect();
+        self.rows(bytes, index, Some(&keep))
+    }
+
+    /// The rows of the located studies in the file `bytes`.
+    fn hit_rows(&self, bytes: &Bytes, schema: &SchemaRef) -> Result<Vec<RecordBatch>> {
         let mut out = Vec::new();
         for (index, hit) in self.hits.iter().enumerate() {
             if let Some(mask) = hit {
-                for batch in self.rows(index, Some(mask))? {
+                for batch in self.rows(bytes, index, Some(mask))? {
                     out.push(cast_batch(&batch, schema)?);
                 }
             }
         }
         Ok(out)
     }
+}
+
+/// The index in the file of the first row of each row group.
+fn first_rows(parquet: &ParquetMetaData) -> Vec<u64> {
+    let mut first = 0u64;
+    (0..parquet.num_row_groups())
+        .map(|index| {
+            let at = first;
+            first += parquet.row_group(index).num_rows().max(0) as u64;
+            at
+        })
+        .collect()
 }
 
 /// Whether some of `ids` lie in `[min, max]`.
@@ -122,19 +186,21 @@ pub(crate) async fn locate(table: &DeltaTable, ids: &BTreeSet<String>) -> Result
             Some((min, max)) => any_between(ids, &min, &max),
             None => true,
         })
-        .map(|file| {
-            (
-                file.object_store_path(),
-                file.size().max(0) as u64,
-                file.remove_action(true),
-            )
+        .map(|file| Candidate {
+            path: file.object_store_path(),
+            size: file.size().max(0) as u64,
+            // The whole action (tags, row tracking) is carried over when the file is re-added
+            // with a new deletion vector.
+            #[allow(deprecated)]
+            add: file.add_action(),
+            remove: file.remove_action(true),
         })
         .collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let located: Vec<Option<Located>> = futures::stream::iter(files)
-        .map(|(path, size, remove)| {
-            let store = store.clone();
-            async move { locate_file(store, path, size, remove, ids).await }
+        .map(|file| {
+            let (store, name) = (store.clone(), name.as_str());
+            async move { locate_file(store, name, file, ids).await }
         })
         .buffered(2 * threads)
         .try_collect()
@@ -145,21 +211,35 @@ pub(crate) async fn locate(table: &DeltaTable, ids: &BTreeSet<String>) -> Result
         table = %name,
         studies = ids.len(),
         candidates,
-        fetched = located.len(),
-        bytes = located.iter().map(|l| l.bytes.len()).sum::<usize>(),
+        holding = located.len(),
+        bytes = located.iter().map(|l| l.size).sum::<u64>(),
         "studies located"
     );
     Ok(located)
 }
 
-/// [`locate`] of one data file: `None` when it holds none of `ids`.
-async fn locate_file(
-    store: ObjectStoreRef,
+/// A data file of the table version that may hold some of the studies.
+struct Candidate {
     path: Path,
     size: u64,
+    add: Add,
     remove: Remove,
+}
+
+/// [`locate`] of one data file: `None` when it holds none of `ids`. Only its footer, its
+/// deletion vector and its `study_id` column are fetched.
+async fn locate_file(
+    store: ObjectStoreRef,
+    table: &str,
+    file: Candidate,
     ids: &BTreeSet<String>,
 ) -> Result<Option<Located>> {
+    let Candidate {
+        path,
+        size,
+        add,
+        remove,
+    } = file;
     let size = match size {
         0 => store.head(&path).await?.size,
         size => size,
@@ -198,6 +278,10 @@ async fn locate_file(
     if candidates.is_empty() {
         return Ok(None);
     }
+    let deleted = match &add.deletion_vector {
+        Some(dv) => deletion::read(&store, table, dv).await?,
+        None => RoaringTreemap::new(),
+    };
     let mask = ProjectionMask::leaves(parquet.file_metadata().schema_descr(), [leaf]);
     let mut batches = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata.clone())
         .with_projection(mask)
@@ -214,15 +298,20 @@ async fn locate_file(
     }
     let studies = concat(&parts)?;
     let mut hits: Vec<Option<BooleanArray>> = vec![None; parquet.num_row_groups()];
+    let first_row = first_rows(parquet);
     let mut offset = 0;
     for index in candidates {
         let rows = parquet.row_group(index).num_rows() as usize;
         let slice = studies.slice(offset, rows);
         offset += rows;
+        let first = first_row[index];
         let mask: BooleanArray = slice
             .as_string::<i32>()
             .iter()
-            .map(|id| Some(id.is_some_and(|id| ids.contains(id))))
+            .enumerate()
+            .map(|(row, id)| {
+                Some(id.is_some_and(|id| ids.contains(id)) && !deleted.contains(first + row as u64))
+            })
             .collect();
         if mask.true_count() > 0 {
             hits[index] = Some(mask);
@@ -231,10 +320,12 @@ async fn locate_file(
     if hits.iter().all(Option::is_none) {
         return Ok(None);
     }
-    let bytes = store.get(&path).await?.bytes().await?;
     Ok(Some(Located {
-        bytes,
+        path,
+        size,
+        add,
         remove,
+        deleted,
         metadata,
         hits,
     }))
@@ -308,7 +399,19 @@ pub(crate) async fn read_studies(
     schema: &SchemaRef,
 ) -> Result<Vec<RecordBatch>> {
     let located = locate(table, ids).await?;
+    let store = table.object_store();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let located: Vec<(Located, Bytes)> = futures::stream::iter(located)
+        .map(|file| {
+            let store = store.clone();
+            async move {
+                let bytes = file.fetch(&store).await?;
+                Ok::<_, LakeError>((file, bytes))
+            }
+        })
+        .buffered(2 * threads)
+        .try_collect()
+        .await?;
     let per_thread = located.len().div_ceil(threads).max(1);
     let parts = std::thread::scope(|scope| {
         let handles: Vec<_> = located
@@ -316,8 +419,8 @@ pub(crate) async fn read_studies(
             .map(|files| {
                 scope.spawn(move || {
                     let mut out = Vec::new();
-                    for file in files {
-                        out.extend(file.hit_rows(schema)?);
+                    for (file, bytes) in files {
+                        out.extend(file.hit_rows(bytes, schema)?);
                     }
                     Ok::<_, LakeError>(out)
                 })

@@ -69,3 +69,53 @@ fn duckdb_and_pandas_read_nested_answers_and_boxes() {
     );
     assert!(String::from_utf8_lossy(&output.stdout).contains("interop ok"));
 }
+
+#[test]
+fn deltalake_reads_the_lake_after_a_replace_into_pandas_and_duckdb() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake_dir = dir.path().join("lake");
+    let lake = Lake::open_url(lake_dir.to_str().expect("utf8")).expect("open");
+    let decode = |json: &str| {
+        arrow::json::ReaderBuilder::new(cxrlake_schemas::pipeline::qa())
+            .build(json.trim().as_bytes())
+            .expect("json reader")
+            .collect::<Result<Vec<_>, _>>()
+            .expect("decode sample rows")
+    };
+    // One data file with two studies; the replace of the second deletes its two old rows with a
+    // deletion vector (half the file), and its new row (rated A) lies in a file of its own.
+    let second = QA_ROWS.replace("s50414267", "s50414268");
+    let both = format!("{}\n{}", QA_ROWS.trim(), second.trim());
+    let replacement = second.trim().lines().next().expect("a row").replace(
+        r#""rating":"A+","rating_rank":5"#,
+        r#""rating":"A","rating_rank":4"#,
+    );
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        lake.init().await.expect("init");
+        lake.write("qa")
+            .overwrite()
+            .execute(decode(&both))
+            .await
+            .expect("write qa");
+        lake.write("qa")
+            .replace_studies(vec!["s50414268".into()])
+            .execute(decode(&replacement))
+            .await
+            .expect("replace");
+    });
+
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/lake.py");
+    let output = Command::new("python3")
+        .arg(&script)
+        .arg(lake_dir.join("qa"))
+        .output()
+        .expect("python3 must be installed");
+    assert!(
+        output.status.success(),
+        "lake check failed (run the README's test command to install deltalake/duckdb/pandas):\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("lake ok"));
+}

@@ -80,7 +80,7 @@ async fn append_overwrite_replace_and_time_travel() {
         .execute(vec![batch(&[("s2", 20, "A+")])])
         .await
         .expect("replace");
-    assert_eq!(v2, 2);
+    assert_eq!(v2, 3, "version 2 enables deletion vectors on t");
     assert_eq!(
         query_i64(&lake, "SELECT n FROM t ORDER BY study_id").await,
         vec![1, 20, 3],
@@ -122,10 +122,10 @@ async fn append_overwrite_replace_and_time_travel() {
     assert_eq!(rows[0].column(0).as_primitive::<Int64Type>().value(0), 3);
 
     let history = lake.history("t", None).await.expect("history");
-    assert_eq!(history.first().map(|c| c.version), Some(3));
+    assert_eq!(history.first().map(|c| c.version), Some(4));
     let qa_commit = history
         .iter()
-        .find(|c| c.version == 2)
+        .find(|c| c.version == 3)
         .and_then(|c| c.stage.clone());
     assert_eq!(
         qa_commit.map(|s| (s.stage, s.metrics)),
@@ -276,6 +276,22 @@ async fn files(lake: &Lake, table: &str) -> std::collections::BTreeSet<String> {
     delta.get_file_uris().expect("uris").collect()
 }
 
+/// The active data files of `table` and how many rows their deletion vectors delete.
+async fn deleted_rows(lake: &Lake, table: &str) -> std::collections::BTreeMap<String, i64> {
+    let delta = lake.table(table).await.expect("table");
+    let snapshot = delta.snapshot().expect("snapshot");
+    snapshot
+        .log_data()
+        .iter()
+        .map(|file| {
+            let deleted = file
+                .deletion_vector_descriptor()
+                .map_or(0, |dv| dv.cardinality);
+            (file.path().to_string(), deleted)
+        })
+        .collect()
+}
+
 /// The text column of `sql`'s result.
 async fn texts(lake: &Lake, sql: &str) -> Vec<String> {
     query(lake, sql)
@@ -312,17 +328,26 @@ async fn replacing_studies_rewrites_their_files_only_and_reads_their_rows_only()
     let before = files(&lake, "reports").await;
     assert_eq!(before.len(), 2);
 
-    // Replacing s160 rewrites the second file only.
+    // Replacing s160 deletes its old row from the second file (a deletion vector); the first
+    // file is untouched, the new row lies in a file of its own.
     lake.write("reports")
         .replace_studies(vec!["s160".into()])
         .execute(vec![reports(&[160], "newer")])
         .await
         .expect("replace");
     let after = files(&lake, "reports").await;
+    assert_eq!(after.len(), 3);
+    assert!(before.is_subset(&after), "no file is rewritten");
+    let deleted = deleted_rows(&lake, "reports").await;
     assert_eq!(
-        before.intersection(&after).count(),
+        deleted
+            .values()
+            .copied()
+            .collect::<Vec<_>>()
+            .iter()
+            .sum::<i64>(),
         1,
-        "the first file is kept"
+        "{deleted:?}"
     );
 
     // s010 and s150 get new text, s290 is deleted.
@@ -380,4 +405,51 @@ async fn replacing_studies_rewrites_their_files_only_and_reads_their_rows_only()
         .await
         .expect("read old");
     assert_eq!(old.iter().map(RecordBatch::num_rows).sum::<usize>(), 3);
+
+    // The second file's vector now holds s150, s160 and s290; once more than half of its rows
+    // are deleted it is rewritten with its live rows, and a file wholly replaced is removed.
+    assert_eq!(
+        deleted_rows(&lake, "reports").await.values().sum::<i64>(),
+        4,
+        "s010 from the first file, s150, s160, s290 from the second"
+    );
+    let most: Vec<String> = (150..230).map(|i| format!("s{i:03}")).collect();
+    lake.write("reports")
+        .replace_studies(most.clone())
+        .execute(vec![reports(&(150..230).collect::<Vec<_>>(), "most")])
+        .await
+        .expect("replace most");
+    let compacted = deleted_rows(&lake, "reports").await;
+    assert!(
+        before
+            .iter()
+            .filter(|f| compacted.keys().any(|k| f.ends_with(k.as_str())))
+            .count()
+            == 1,
+        "the second file is rewritten: {compacted:?}"
+    );
+    assert_eq!(
+        compacted.values().sum::<i64>(),
+        2,
+        "s010 in the first file, s150 in the file of s010's and s150's new rows: {compacted:?}"
+    );
+    assert_eq!(
+        query_i64(&lake, "SELECT count(*) FROM reports").await,
+        vec![299]
+    );
+    assert_eq!(
+        texts(
+            &lake,
+            "SELECT text FROM reports WHERE study_id IN ('s010', 's160', 's229', 's230', 's290') \
+             ORDER BY study_id"
+        )
+        .await,
+        ["new 10", "most 160", "most 229", "old 230"]
+    );
+    let all: std::collections::BTreeSet<String> = (0..300).map(|i| format!("s{i:03}")).collect();
+    let read = lake
+        .read_studies("reports", None, &all)
+        .await
+        .expect("read all");
+    assert_eq!(read.iter().map(RecordBatch::num_rows).sum::<usize>(), 299);
 }
