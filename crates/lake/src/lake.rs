@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::num::NonZeroU64;
+use std::sync::Arc;
 
 use cxrlake_schemas::{FORMAT_VERSION, TABLES, TableDef};
 use datafusion::arrow::array::RecordBatch;
@@ -20,6 +21,7 @@ use url::Url;
 use crate::commit::{COMMIT_INFO_KEY, CommitRecord, StageCommit};
 use crate::config::Settings;
 use crate::error::{LakeError, Result};
+use crate::read::StudyIndexes;
 use crate::replace;
 use crate::store::{parse_root, root_store};
 
@@ -49,6 +51,8 @@ pub struct Lake {
     store: ObjectStoreRef,
     root_path: Path,
     settings: Settings,
+    /// Where the studies' rows lie in the data files read so far (`read.rs`).
+    indexes: Arc<StudyIndexes>,
 }
 
 /// How a write replaces what is there.
@@ -81,6 +85,7 @@ impl Lake {
             store,
             root_path,
             settings,
+            indexes: Arc::default(),
         })
     }
 
@@ -343,7 +348,7 @@ impl Lake {
             Some(version) => self.table_at(name, version).await?,
             None => self.table(name).await?,
         };
-        crate::read::read_studies(&table, ids, &self.table_schema(name)?).await
+        crate::read::read_studies(&table, ids, &self.table_schema(name)?, &self.indexes).await
     }
 
     /// A table's commits, newest first.
@@ -456,6 +461,7 @@ impl TableWrite<'_> {
                 &ids,
                 commit,
                 REPLACE_FILE_BYTES,
+                &self.lake.indexes,
             )
             .await;
         }

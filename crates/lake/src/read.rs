@@ -13,12 +13,13 @@
 //! hold them and writes the new rows into files of their own, so a later read or replace of the
 //! same studies (judge and grade after qa, in one incremental run) touches those files only.
 
-use std::collections::BTreeSet;
-use std::ops::Bound;
+use std::collections::{BTreeSet, HashMap};
+use std::ops::{Bound, Range};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
-use datafusion::arrow::compute::{cast, concat};
+use datafusion::arrow::array::{AsArray, BooleanArray, BooleanBufferBuilder, RecordBatch};
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
@@ -175,7 +176,11 @@ fn any_between(ids: &BTreeSet<String>, min: &str, max: &str) -> bool {
 /// only the footer and the `study_id` column are fetched until a row of the studies is found
 /// (after an incremental qa stage, most files hold none of the studies it rewrote: their new
 /// rows are in files of their own), and only files with such rows are fetched whole.
-pub(crate) async fn locate(table: &DeltaTable, ids: &BTreeSet<String>) -> Result<Vec<Located>> {
+pub(crate) async fn locate(
+    table: &DeltaTable,
+    ids: &BTreeSet<String>,
+    indexes: &StudyIndexes,
+) -> Result<Vec<Located>> {
     let name = table.table_url().to_string();
     let snapshot = table.snapshot().map_err(|e| LakeError::delta(&name, e))?;
     let store = table.object_store();
@@ -200,7 +205,7 @@ pub(crate) async fn locate(table: &DeltaTable, ids: &BTreeSet<String>) -> Result
     let located: Vec<Option<Located>> = futures::stream::iter(files)
         .map(|file| {
             let (store, name) = (store.clone(), name.as_str());
-            async move { locate_file(store, name, file, ids).await }
+            async move { locate_file(store, name, file, ids, indexes).await }
         })
         .buffered(2 * threads)
         .try_collect()
@@ -227,12 +232,14 @@ struct Candidate {
 }
 
 /// [`locate`] of one data file: `None` when it holds none of `ids`. Only its footer, its
-/// deletion vector and its `study_id` column are fetched.
+/// deletion vector and its `study_id` column are fetched, and the footer and column only once
+/// per [`StudyIndexes`].
 async fn locate_file(
     store: ObjectStoreRef,
     table: &str,
     file: Candidate,
     ids: &BTreeSet<String>,
+    indexes: &StudyIndexes,
 ) -> Result<Option<Located>> {
     let Candidate {
         path,
@@ -240,81 +247,43 @@ async fn locate_file(
         add,
         remove,
     } = file;
-    let size = match size {
-        0 => store.head(&path).await?.size,
-        size => size,
+    let key = format!("{table}{path}");
+    let index = match indexes.get(&key) {
+        Some(index) => index,
+        None => match StudyIndex::load(&store, &path, size, ids).await? {
+            Some(index) => indexes.insert(key, index),
+            None => return Ok(None),
+        },
     };
-    let mut reader = StoreFile {
-        store: store.clone(),
-        path: path.clone(),
-        size,
-    };
-    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
-    let metadata = ArrowReaderMetadata::load_async(&mut reader, options).await?;
-    let parquet = metadata.metadata();
-    let Some(leaf) = parquet
-        .file_metadata()
-        .schema_descr()
-        .columns()
+    let parquet = index.metadata.metadata();
+    let hits_in_file: Vec<&Range<u64>> = ids
         .iter()
-        .position(|c| c.path().parts() == ["study_id"])
-    else {
-        return Err(LakeError::Config(format!(
-            "{path} has no study_id column: only per-study tables can replace studies"
-        )));
-    };
-    let candidates: Vec<usize> = (0..parquet.num_row_groups())
-        .filter(|&i| match parquet.row_group(i).column(leaf).statistics() {
-            Some(Statistics::ByteArray(s)) => match (s.min_opt(), s.max_opt()) {
-                (Some(min), Some(max)) => match (min.as_utf8(), max.as_utf8()) {
-                    (Ok(min), Ok(max)) => any_between(ids, min, max),
-                    _ => true,
-                },
-                _ => true,
-            },
-            _ => true,
-        })
+        .filter_map(|id| index.studies.get(id.as_str()))
+        .flatten()
         .collect();
-    if candidates.is_empty() {
+    if hits_in_file.is_empty() {
         return Ok(None);
     }
     let deleted = match &add.deletion_vector {
         Some(dv) => deletion::read(&store, table, dv).await?,
         None => RoaringTreemap::new(),
     };
-    let mask = ProjectionMask::leaves(parquet.file_metadata().schema_descr(), [leaf]);
-    let mut batches = ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata.clone())
-        .with_projection(mask)
-        .with_row_groups(candidates.clone())
-        .with_batch_size(64 * 1024)
-        .build()?;
-    let mut columns = Vec::new();
-    while let Some(batch) = batches.next().await {
-        columns.push(cast(batch?.column(0), &DataType::Utf8)?);
-    }
-    let parts: Vec<&dyn Array> = columns.iter().map(|c| c.as_ref()).collect();
-    if parts.is_empty() {
-        return Ok(None);
-    }
-    let studies = concat(&parts)?;
     let mut hits: Vec<Option<BooleanArray>> = vec![None; parquet.num_row_groups()];
-    let first_row = first_rows(parquet);
-    let mut offset = 0;
-    for index in candidates {
-        let rows = parquet.row_group(index).num_rows() as usize;
-        let slice = studies.slice(offset, rows);
-        offset += rows;
-        let first = first_row[index];
-        let mask: BooleanArray = slice
-            .as_string::<i32>()
-            .iter()
-            .enumerate()
-            .map(|(row, id)| {
-                Some(id.is_some_and(|id| ids.contains(id)) && !deleted.contains(first + row as u64))
-            })
-            .collect();
-        if mask.true_count() > 0 {
-            hits[index] = Some(mask);
+    for (index, first) in first_rows(parquet).into_iter().enumerate() {
+        let rows = parquet.row_group(index).num_rows().max(0) as u64;
+        let mut mask = BooleanBufferBuilder::new(rows as usize);
+        mask.append_n(rows as usize, false);
+        let mut any = false;
+        for range in &hits_in_file {
+            for row in range.start.max(first)..range.end.min(first + rows) {
+                if !deleted.contains(row) {
+                    mask.set_bit((row - first) as usize, true);
+                    any = true;
+                }
+            }
+        }
+        if any {
+            hits[index] = Some(BooleanArray::new(mask.finish(), None));
         }
     }
     if hits.iter().all(Option::is_none) {
@@ -326,9 +295,123 @@ async fn locate_file(
         add,
         remove,
         deleted,
-        metadata,
+        metadata: index.metadata.clone(),
         hits,
     }))
+}
+
+/// Where each study's rows lie in one data file, with the file's footer. Data files are never
+/// modified (a replace writes new ones or deletion vectors), so an index stays valid for the
+/// file's path.
+#[derive(Debug)]
+pub(crate) struct StudyIndex {
+    metadata: ArrowReaderMetadata,
+    /// Per study, its runs of consecutive rows (row indexes in the file).
+    studies: HashMap<Box<str>, Vec<Range<u64>>>,
+}
+
+impl StudyIndex {
+    /// Fetches the footer and the `study_id` column of the file at `path`; `None` when the
+    /// row-group statistics show that it holds none of `ids` (nothing more is fetched then).
+    async fn load(
+        store: &ObjectStoreRef,
+        path: &Path,
+        size: u64,
+        ids: &BTreeSet<String>,
+    ) -> Result<Option<Self>> {
+        let size = match size {
+            0 => store.head(path).await?.size,
+            size => size,
+        };
+        let mut reader = StoreFile {
+            store: store.clone(),
+            path: path.clone(),
+            size,
+        };
+        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+        let metadata = ArrowReaderMetadata::load_async(&mut reader, options).await?;
+        let parquet = metadata.metadata();
+        let Some(leaf) = parquet
+            .file_metadata()
+            .schema_descr()
+            .columns()
+            .iter()
+            .position(|c| c.path().parts() == ["study_id"])
+        else {
+            return Err(LakeError::Config(format!(
+                "{path} has no study_id column: only per-study tables can replace studies"
+            )));
+        };
+        let may_hold = (0..parquet.num_row_groups()).any(|i| {
+            match parquet.row_group(i).column(leaf).statistics() {
+                Some(Statistics::ByteArray(s)) => match (s.min_opt(), s.max_opt()) {
+                    (Some(min), Some(max)) => match (min.as_utf8(), max.as_utf8()) {
+                        (Ok(min), Ok(max)) => any_between(ids, min, max),
+                        _ => true,
+                    },
+                    _ => true,
+                },
+                _ => true,
+            }
+        });
+        if !may_hold {
+            return Ok(None);
+        }
+        let mask = ProjectionMask::leaves(parquet.file_metadata().schema_descr(), [leaf]);
+        let mut batches =
+            ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata.clone())
+                .with_projection(mask)
+                .with_batch_size(64 * 1024)
+                .build()?;
+        let mut studies: HashMap<Box<str>, Vec<Range<u64>>> = HashMap::new();
+        let mut row = 0u64;
+        let mut run: Option<(Box<str>, Range<u64>)> = None;
+        while let Some(batch) = batches.next().await {
+            let column = cast(batch?.column(0), &DataType::Utf8)?;
+            for id in column.as_string::<i32>().iter() {
+                let id = id.unwrap_or_default();
+                match &mut run {
+                    Some((current, range)) if current.as_ref() == id => range.end = row + 1,
+                    _ => {
+                        if let Some((done, range)) = run.take() {
+                            studies.entry(done).or_default().push(range);
+                        }
+                        run = Some((id.into(), row..row + 1));
+                    }
+                }
+                row += 1;
+            }
+        }
+        if let Some((done, range)) = run {
+            studies.entry(done).or_default().push(range);
+        }
+        Ok(Some(Self { metadata, studies }))
+    }
+}
+
+/// The [`StudyIndex`] of every data file located so far, by table and path; one per
+/// [`crate::Lake`], shared by its clones, so the stages of one run read each file's `study_id`
+/// column once.
+#[derive(Debug, Default)]
+pub(crate) struct StudyIndexes(Mutex<HashMap<String, Arc<StudyIndex>>>);
+
+impl StudyIndexes {
+    fn get(&self, key: &str) -> Option<Arc<StudyIndex>> {
+        self.lock().get(key).cloned()
+    }
+
+    fn insert(&self, key: String, index: StudyIndex) -> Arc<StudyIndex> {
+        let index = Arc::new(index);
+        self.lock().insert(key, Arc::clone(&index));
+        index
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<StudyIndex>>> {
+        // The map is consistent after any panic: entries are inserted whole.
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
 }
 
 /// A data file read by byte ranges from the table's object store.
@@ -339,7 +422,7 @@ struct StoreFile {
 }
 
 impl AsyncFileReader for StoreFile {
-    fn get_bytes(&mut self, range: std::ops::Range<u64>) -> BoxFuture<'_, ParquetResult<Bytes>> {
+    fn get_bytes(&mut self, range: Range<u64>) -> BoxFuture<'_, ParquetResult<Bytes>> {
         async move {
             self.store
                 .get_range(&self.path, range)
@@ -351,7 +434,7 @@ impl AsyncFileReader for StoreFile {
 
     fn get_byte_ranges(
         &mut self,
-        ranges: Vec<std::ops::Range<u64>>,
+        ranges: Vec<Range<u64>>,
     ) -> BoxFuture<'_, ParquetResult<Vec<Bytes>>> {
         async move {
             self.store
@@ -365,14 +448,14 @@ impl AsyncFileReader for StoreFile {
     fn get_metadata<'a>(
         &'a mut self,
         _options: Option<&'a ArrowReaderOptions>,
-    ) -> BoxFuture<'a, ParquetResult<std::sync::Arc<ParquetMetaData>>> {
+    ) -> BoxFuture<'a, ParquetResult<Arc<ParquetMetaData>>> {
         async move {
             let size = self.size;
             let metadata = ParquetMetaDataReader::new()
                 .with_page_index_policy(PageIndexPolicy::Optional)
                 .load_and_finish(self, size)
                 .await?;
-            Ok(std::sync::Arc::new(metadata))
+            Ok(Arc::new(metadata))
         }
         .boxed()
     }
@@ -397,8 +480,9 @@ pub(crate) async fn read_studies(
     table: &DeltaTable,
     ids: &BTreeSet<String>,
     schema: &SchemaRef,
+    indexes: &StudyIndexes,
 ) -> Result<Vec<RecordBatch>> {
-    let located = locate(table, ids).await?;
+    let located = locate(table, ids, indexes).await?;
     let store = table.object_store();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let located: Vec<(Located, Bytes)> = futures::stream::iter(located)

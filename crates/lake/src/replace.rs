@@ -7,7 +7,7 @@
 //!                 remove + add of the same file with its new vector
 //!   files then more than half deleted, per core ── their live other rows ──► new files
 //!   files then wholly deleted ──► removed
-//! the studies' new rows ── a writer of their own ──► new files
+//! the studies' new rows ── a writer per core ──► new files
 //!                                   all removes and adds ── one commit
 //! ```
 //!
@@ -35,7 +35,7 @@ use deltalake::protocol::{DeltaOperation, SaveMode};
 
 use crate::deletion::DeletionVectorFile;
 use crate::error::{LakeError, Result};
-use crate::read::{Located, cast_batch, locate};
+use crate::read::{Located, StudyIndexes, cast_batch, locate};
 
 /// A file with more than this share of its rows deleted is rewritten instead of getting a
 /// larger deletion vector (readers decode deleted rows before they drop them).
@@ -50,6 +50,7 @@ pub(crate) async fn replace_studies(
     ids: &BTreeSet<String>,
     commit: CommitProperties,
     file_bytes: u64,
+    indexes: &StudyIndexes,
 ) -> Result<u64> {
     for batch in &batches {
         check_studies(name, batch, ids)?;
@@ -72,7 +73,7 @@ pub(crate) async fn replace_studies(
     let mut actions = Vec::new();
     let mut vectors = DeletionVectorFile::new();
     let mut rewritten = Vec::new();
-    for file in locate(table, ids).await? {
+    for file in locate(table, ids, indexes).await? {
         let deleted = file.deleted_after_replace();
         let rows = file.num_rows();
         if deleted.len() >= rows {
@@ -99,19 +100,24 @@ pub(crate) async fn replace_studies(
         let name = name.to_string();
         tasks.spawn(async move { write_kept(&name, group, store, config, &schema).await });
     }
-    let (new_store, new_config, new_name) = (store.clone(), config.clone(), name.to_string());
-    tasks.spawn(async move {
-        let delta = |e| LakeError::delta(&new_name, e);
-        let mut writer = DeltaWriter::new(new_store, new_config);
-        for batch in &batches {
-            writer
-                .write(&cast_batch(batch, &schema)?)
-                .await
-                .map_err(delta)?;
-        }
-        let adds = writer.close().await.map_err(delta)?;
-        Ok::<_, LakeError>(adds.into_iter().map(Action::Add).collect::<Vec<_>>())
-    });
+    // The new rows: one writer per core, so their files are encoded, and later read (judge and
+    // grade after qa), in parallel.
+    for group in split_rows(batches, threads) {
+        let (store, config, schema) = (store.clone(), config.clone(), schema.clone());
+        let name = name.to_string();
+        tasks.spawn(async move {
+            let delta = |e| LakeError::delta(&name, e);
+            let mut writer = DeltaWriter::new(store, config);
+            for batch in &group {
+                writer
+                    .write(&cast_batch(batch, &schema)?)
+                    .await
+                    .map_err(delta)?;
+            }
+            let adds = writer.close().await.map_err(delta)?;
+            Ok::<_, LakeError>(adds.into_iter().map(Action::Add).collect::<Vec<_>>())
+        });
+    }
     while let Some(done) = tasks.join_next().await {
         let written = done.map_err(|e| refused(name, format!("a writer failed: {e}")))?;
         actions.extend(written?);
@@ -175,6 +181,25 @@ fn balanced(mut files: Vec<Located>, groups: usize) -> Vec<Vec<Located>> {
         .map(|(_, files)| files)
         .filter(|files| !files.is_empty())
         .collect()
+}
+
+/// `batches` in at most `groups` runs of consecutive batches with about equal rows each.
+fn split_rows(batches: Vec<RecordBatch>, groups: usize) -> Vec<Vec<RecordBatch>> {
+    let total: usize = batches.iter().map(RecordBatch::num_rows).sum();
+    let per_group = total.div_ceil(groups.max(1)).max(1);
+    let mut out: Vec<Vec<RecordBatch>> = vec![Vec::new()];
+    let mut rows = 0;
+    for batch in batches {
+        if rows >= per_group {
+            out.push(Vec::new());
+            rows = 0;
+        }
+        rows += batch.num_rows();
+        if let Some(group) = out.last_mut() {
+            group.push(batch);
+        }
+    }
+    out
 }
 
 /// Writes the live rows of `files` that are not the replaced studies' into new files; the

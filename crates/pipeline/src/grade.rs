@@ -176,6 +176,11 @@ pub async fn run_scoped(
         .run_scoped(lake, &pinned, &fingerprint, scope, false)
         .await?;
     let (rows, version) = (run.rows, run.version);
+    tracing::debug!(
+        stage = STAGE,
+        seconds = started.elapsed().as_secs_f64(),
+        "graded"
+    );
     let summary = GradeSummary {
         judge: id,
         questions: rows.iter().map(|(_, n)| n).sum(),

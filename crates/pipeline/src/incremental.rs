@@ -641,11 +641,17 @@ async fn remapped_studies(
     };
     let old = index(old_defs, old_threshold)?;
     let new = index(current.defs, current.options.map.threshold)?;
+    // Kinds defined alike under one threshold map every text alike.
+    let threshold_changed = old_threshold != current.options.map.threshold;
+    let kinds: Vec<ConceptKind> = ConceptKind::ALL
+        .into_iter()
+        .filter(|kind| threshold_changed || !kind.defined_alike(old_defs, current.defs))
+        .collect();
     let mut changed = Vec::new();
     for text in &texts {
         let lower = text.to_lowercase();
         let mut differs = terms.iter().any(|t| mentions(&lower, t));
-        for kind in ConceptKind::ALL {
+        for &kind in &kinds {
             if differs {
                 break;
             }
@@ -822,14 +828,21 @@ async fn current<'a>(
     })
 }
 
-async fn counts(lake: &Lake, scope: &Scope) -> Result<(usize, usize, usize)> {
+/// Studies, QA pairs, and QA pairs of the studies of `scope`: `written` when the qa stage just
+/// wrote them (so they are not counted again).
+async fn counts(
+    lake: &Lake,
+    scope: &Scope,
+    written: Option<usize>,
+) -> Result<(usize, usize, usize)> {
     let ctx = lake.session().await?;
     let studies = crate::stage::count(&ctx, "qa", "SELECT count(*) FROM scene_graphs").await?;
     let qa_pairs = crate::stage::count(&ctx, "qa", "SELECT count(*) FROM qa").await?;
-    let touched = match scope {
-        Scope::All => qa_pairs,
-        Scope::Studies(ids) if ids.is_empty() => 0,
-        Scope::Studies(ids) => {
+    let touched = match (scope, written) {
+        (Scope::All, _) => qa_pairs,
+        (Scope::Studies(ids), _) if ids.is_empty() => 0,
+        (Scope::Studies(_), Some(written)) => written,
+        (Scope::Studies(ids), None) => {
             let list = ids
                 .iter()
                 .map(|s| format!("'{}'", s.replace('\'', "''")))
@@ -868,7 +881,7 @@ pub async fn plan(lake: &Lake, defs: &RefDefs, options: &PipelineOptions) -> Res
         stages.push(decision);
     }
     let qa_scope = planned.get("qa").cloned().unwrap_or_default();
-    let (studies, qa_pairs, touched) = counts(lake, &qa_scope).await?;
+    let (studies, qa_pairs, touched) = counts(lake, &qa_scope, None).await?;
     Ok(Plan {
         stages,
         studies,
@@ -882,6 +895,7 @@ pub async fn plan(lake: &Lake, defs: &RefDefs, options: &PipelineOptions) -> Res
 /// Runs every stage that is not up to date over the studies it must recompute (all of them
 /// with `options.full`). Returns the record of what ran.
 pub async fn run(lake: &Lake, defs: &RefDefs, options: &PipelineOptions) -> Result<Plan> {
+    tracing::debug!("incremental run started");
     remember_refdefs(lake, defs).await?;
     let templates = options.qa.load_templates(defs)?;
     let current = current(lake, defs, &templates, options).await?;
@@ -889,7 +903,9 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &PipelineOptions) -> Resu
     let mut stages: Vec<StagePlan> = Vec::new();
     let mut qa_scope = Scope::none();
     let mut grade_scope = Scope::none();
+    let mut qa_written = None;
     for stage in STAGES {
+        let deciding = std::time::Instant::now();
         let mut decision = if stage == "judge" {
             // Judge and grade go together: what grade must recompute is judged first.
             let mut d = decide(&current, "grade", &HashMap::new()).await?;
@@ -903,6 +919,11 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &PipelineOptions) -> Resu
         } else {
             decide(&current, stage, &HashMap::new()).await?
         };
+        tracing::debug!(
+            stage,
+            seconds = deciding.elapsed().as_secs_f64(),
+            "scope decided"
+        );
         if decision.scope.is_empty() {
             stages.push(decision);
             continue;
@@ -937,9 +958,10 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &PipelineOptions) -> Resu
             }
             "qa" => {
                 qa_scope = scope.clone();
-                qa::run_scoped(lake, defs, &options.qa, &scope, detect)
-                    .await?
-                    .1
+                let (summary, changed) =
+                    qa::run_scoped(lake, defs, &options.qa, &scope, detect).await?;
+                qa_written = Some(summary.questions);
+                changed
             }
             "judge" => {
                 judge::run_scoped(lake, &options.judge, &scope).await?;
@@ -952,7 +974,12 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &PipelineOptions) -> Resu
         decision.seconds = Some(started.elapsed().as_secs_f64());
         stages.push(decision);
     }
-    let (studies, qa_pairs, touched) = counts(lake, &qa_scope).await?;
+    let counting = std::time::Instant::now();
+    let (studies, qa_pairs, touched) = counts(lake, &qa_scope, qa_written).await?;
+    tracing::debug!(
+        seconds = counting.elapsed().as_secs_f64(),
+        "QA pairs counted"
+    );
     Ok(Plan {
         stages,
         studies,

@@ -289,22 +289,10 @@ pub async fn run_scoped(
     let source = crate::grade::source_version(lake).await?;
     let pinned = HashMap::from([("qa".to_string(), source)]);
     let lake_ctx = lake.session_with(&pinned).await?;
-    let questions = match scope.studies() {
-        None => count(&lake_ctx, STAGE, "SELECT count(*) FROM qa").await?,
-        Some(ids) => {
-            let frame = lake_ctx
-                .table("qa")
-                .await
-                .map_err(|e| PipelineError::query(STAGE, e))?;
-            let ids = ids.iter().map(datafusion::prelude::lit).collect();
-            frame
-                .filter(datafusion::prelude::col("study_id").in_list(ids, false))
-                .and_then(|f| f.select_columns(&["study_id"]))
-                .map_err(|e| PipelineError::query(STAGE, e))?
-                .count()
-                .await
-                .map_err(|e| PipelineError::query(STAGE, e))?
-        }
+    // A scoped run counts its chunks' questions (without a scan of `qa`).
+    let mut questions = match scope {
+        Scope::All => count(&lake_ctx, STAGE, "SELECT count(*) FROM qa").await?,
+        Scope::Studies(_) => 0,
     };
     let fingerprint = json!({
         "inputs": {
@@ -317,6 +305,11 @@ pub async fn run_scoped(
     });
     let statements = statements(STAGE, SQL)?;
     let mut judged = Judged::read(&lake_ctx).await?;
+    tracing::debug!(
+        stage = STAGE,
+        seconds = started.elapsed().as_secs_f64(),
+        "judged hashes read"
+    );
     let chunks: Vec<Vec<String>> = match scope.studies() {
         None => patient_ranges(&lake_ctx, STAGE, "qa", options.chunk_patients)
             .await?
@@ -339,6 +332,9 @@ pub async fn run_scoped(
             Scope::Studies(_) => Rows::Studies(rows),
         };
         let ctx = chunk_context(lake, &lake_ctx, &pinned, STAGE, &INPUTS, rows, &functions).await?;
+        if let Scope::Studies(_) = scope {
+            questions += count(&ctx, STAGE, "SELECT count(*) FROM qa").await?;
+        }
         register(&ctx, STAGE, "judged", Judged::schema(), &judged.batches)?;
         let mut verdicts = Vec::new();
         for statement in &statements {

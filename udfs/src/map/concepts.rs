@@ -118,6 +118,14 @@ fn entries(defs: &RefDefs, kind: ConceptKind) -> Vec<(String, Vec<String>)> {
     }
 }
 
+impl ConceptKind {
+    /// Whether `a` and `b` define this kind's tags, names and synonyms alike: texts then map to
+    /// the same tag of this kind under both (at one threshold).
+    pub fn defined_alike(self, a: &RefDefs, b: &RefDefs) -> bool {
+        entries(a, self) == entries(b, self)
+    }
+}
+
 impl ConceptIndex {
     /// Every reference text of every kind (what [`ConceptIndex::new`] embeds), for warming a
     /// cache.
