@@ -207,7 +207,7 @@ mod tests {
         let deleted: RoaringTreemap = [3u64, 4].into_iter().collect();
         let mut data = MAGIC.to_le_bytes().to_vec();
         deleted.serialize_into(&mut data).expect("serialize");
-        while data.len() % 4 != 0 {
+        while !data.len().is_multiple_of(4) {
             data.push(0);
         }
         let inline = DeletionVectorDescriptor {

@@ -73,6 +73,8 @@ pub struct TableWrite<'a> {
     table: String,
     mode: WriteMode,
     commit: StageCommit,
+    /// Whether a replace uses deletion vectors (the table's [`TableDef::deletion_vectors`]).
+    deletion_vectors: bool,
 }
 
 impl Lake {
@@ -326,6 +328,7 @@ impl Lake {
             table: table.to_string(),
             mode: WriteMode::Append,
             commit: StageCommit::new("manual"),
+            deletion_vectors: table_def(table).is_some_and(|def| def.deletion_vectors),
         }
     }
 
@@ -387,17 +390,35 @@ impl Lake {
             .with_option_extension(self.settings.cxrlake.clone())
             .with_information_schema(true);
         let ctx = cxrlake_udfs::session_context(config);
-        for name in self.table_names().await? {
-            let table = match versions.get(&name) {
-                Some(version) => self.table_at(&name, *version).await?,
-                None => self.table(&name).await?,
-            };
+        let started = std::time::Instant::now();
+        let names = self.table_names().await?;
+        // Tables load in parallel (each reads its Delta log).
+        let mut loads = tokio::task::JoinSet::new();
+        for name in names.iter().cloned() {
+            let (lake, version) = (self.clone(), versions.get(&name).copied());
+            loads.spawn(async move {
+                let table = match version {
+                    Some(version) => lake.table_at(&name, version).await?,
+                    None => lake.table(&name).await?,
+                };
+                Ok::<_, LakeError>((name, table))
+            });
+        }
+        while let Some(loaded) = loads.join_next().await {
+            let (name, table) = loaded.map_err(|e| {
+                LakeError::Config(format!("loading the lake's tables failed: {e}"))
+            })??;
             table
                 .update_datafusion_session(&ctx.state())
                 .map_err(|e| LakeError::delta(&name, e))?;
             let provider = table.table_provider().await?;
             ctx.register_table(name.as_str(), provider)?;
         }
+        tracing::debug!(
+            tables = names.len(),
+            seconds = started.elapsed().as_secs_f64(),
+            "session ready"
+        );
         Ok(ctx)
     }
 }
@@ -423,6 +444,13 @@ impl TableWrite<'_> {
     /// Replaces exactly the rows of these studies; every written row must belong to one of them.
     pub fn replace_studies(mut self, study_ids: Vec<String>) -> Self {
         self.mode = WriteMode::ReplaceStudies(study_ids);
+        self
+    }
+
+    /// Whether a replace deletes the old rows with Delta deletion vectors (`replace.rs`) instead
+    /// of rewriting the files that hold them; the table's definition decides by default.
+    pub fn deletion_vectors(mut self, on: bool) -> Self {
+        self.deletion_vectors = on;
         self
     }
 
@@ -460,7 +488,10 @@ impl TableWrite<'_> {
                 batches,
                 &ids,
                 commit,
-                REPLACE_FILE_BYTES,
+                replace::Layout {
+                    file_bytes: REPLACE_FILE_BYTES,
+                    deletion_vectors: self.deletion_vectors,
+                },
                 &self.lake.indexes,
             )
             .await;

@@ -3,9 +3,10 @@
 //!
 //! ```text
 //! files holding the studies (read::locate: statistics, then the study_id column)
-//!   most files ── their old deletion vector ∪ the studies' rows ──► one deletion-vector file;
-//!                 remove + add of the same file with its new vector
-//!   files then more than half deleted, per core ── their live other rows ──► new files
+//!   with deletion vectors (qa): most files ── their old vector ∪ the studies' rows ──► one
+//!                 deletion-vector file; remove + add of the same file with its new vector
+//!   files then more than half deleted, and every file of a table without deletion vectors,
+//!   per core ── their live other rows ──► new files
 //!   files then wholly deleted ──► removed
 //! the studies' new rows ── a writer per core ──► new files
 //!                                   all removes and adds ── one commit
@@ -16,8 +17,12 @@
 //! incremental run at 20,000 studies). A deletion vector marks the old rows deleted instead
 //! (`deletion.rs`); a file is rewritten only once most of its rows are deleted, so reads stay
 //! cheap. The first replace of a table enables deletion vectors on it
-//! (`delta.enableDeletionVectors`, reader version 3, writer version 7). The new rows stay in
-//! files of their own, so a later replace of the same studies (grade after qa) removes those.
+//! (`delta.enableDeletionVectors`, reader version 3, writer version 7). Only tables whose
+//! definition asks for them ([`cxrlake_schemas::TableDef::deletion_vectors`]: `qa`) use them:
+//! delta-rs 1.1 scans without Parquet filter pushdown whenever a file it scans has a deletion
+//! vector, so the patient-range chunks of a full run decode whole files (a full qa stage over
+//! `scene_graphs` with deletion vectors took 590 s instead of 35 s). The new rows stay in files of their own, so a
+//! later replace of the same studies (grade after qa) removes those.
 
 use std::collections::{BTreeSet, HashMap};
 use std::num::NonZeroU64;
@@ -37,6 +42,15 @@ use crate::deletion::DeletionVectorFile;
 use crate::error::{LakeError, Result};
 use crate::read::{Located, StudyIndexes, cast_batch, locate};
 
+/// How a replace lays out what it writes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Layout {
+    /// The size at which a new data file starts.
+    pub(crate) file_bytes: u64,
+    /// Whether old rows are deleted by deletion vectors (else their files are rewritten).
+    pub(crate) deletion_vectors: bool,
+}
+
 /// A file with more than this share of its rows deleted is rewritten instead of getting a
 /// larger deletion vector (readers decode deleted rows before they drop them).
 const REWRITE_DELETED_SHARE: f64 = 0.5;
@@ -49,13 +63,23 @@ pub(crate) async fn replace_studies(
     batches: Vec<RecordBatch>,
     ids: &BTreeSet<String>,
     commit: CommitProperties,
-    file_bytes: u64,
+    layout: Layout,
     indexes: &StudyIndexes,
 ) -> Result<u64> {
+    let Layout {
+        file_bytes,
+        deletion_vectors,
+    } = layout;
     for batch in &batches {
         check_studies(name, batch, ids)?;
     }
-    let table = &with_deletion_vectors(table, name).await?;
+    let enabled;
+    let table = if deletion_vectors {
+        enabled = with_deletion_vectors(table, name).await?;
+        &enabled
+    } else {
+        table
+    };
     let delta = |e| LakeError::delta(name, e);
     let snapshot = table.snapshot().map_err(delta)?;
     let schema = snapshot.snapshot().arrow_schema();
@@ -78,7 +102,7 @@ pub(crate) async fn replace_studies(
         let rows = file.num_rows();
         if deleted.len() >= rows {
             actions.push(Action::Remove(file.remove));
-        } else if deleted.len() as f64 > REWRITE_DELETED_SHARE * rows as f64 {
+        } else if !deletion_vectors || deleted.len() as f64 > REWRITE_DELETED_SHARE * rows as f64 {
             rewritten.push(file);
         } else {
             let mut add = file.add.clone();

@@ -39,7 +39,8 @@ pub struct GradeSummary {
     pub judge: String,
     /// QA pairs graded.
     pub questions: usize,
-    /// QA pairs per rating, best first (`A++` … `not rated`).
+    /// QA pairs of the whole `qa` table per rating, best first (`A++` … `not rated`); empty
+    /// after a run over some studies (counting them would scan the table).
     pub ratings: Vec<(String, usize)>,
     /// The `qa` version graded.
     pub source_version: u64,
@@ -184,7 +185,10 @@ pub async fn run_scoped(
     let summary = GradeSummary {
         judge: id,
         questions: rows.iter().map(|(_, n)| n).sum(),
-        ratings: rating_counts(lake).await?,
+        ratings: match scope {
+            Scope::All => rating_counts(lake).await?,
+            Scope::Studies(_) => Vec::new(),
+        },
         source_version: source,
         version,
         seconds: started.elapsed().as_secs_f64(),

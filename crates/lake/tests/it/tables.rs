@@ -80,7 +80,7 @@ async fn append_overwrite_replace_and_time_travel() {
         .execute(vec![batch(&[("s2", 20, "A+")])])
         .await
         .expect("replace");
-    assert_eq!(v2, 3, "version 2 enables deletion vectors on t");
+    assert_eq!(v2, 2);
     assert_eq!(
         query_i64(&lake, "SELECT n FROM t ORDER BY study_id").await,
         vec![1, 20, 3],
@@ -122,10 +122,10 @@ async fn append_overwrite_replace_and_time_travel() {
     assert_eq!(rows[0].column(0).as_primitive::<Int64Type>().value(0), 3);
 
     let history = lake.history("t", None).await.expect("history");
-    assert_eq!(history.first().map(|c| c.version), Some(4));
+    assert_eq!(history.first().map(|c| c.version), Some(3));
     let qa_commit = history
         .iter()
-        .find(|c| c.version == 3)
+        .find(|c| c.version == 2)
         .and_then(|c| c.stage.clone());
     assert_eq!(
         qa_commit.map(|s| (s.stage, s.metrics)),
@@ -332,6 +332,7 @@ async fn replacing_studies_rewrites_their_files_only_and_reads_their_rows_only()
     // file is untouched, the new row lies in a file of its own.
     lake.write("reports")
         .replace_studies(vec!["s160".into()])
+        .deletion_vectors(true)
         .execute(vec![reports(&[160], "newer")])
         .await
         .expect("replace");
@@ -359,6 +360,7 @@ async fn replacing_studies_rewrites_their_files_only_and_reads_their_rows_only()
     assert_eq!(read.iter().map(RecordBatch::num_rows).sum::<usize>(), 3);
     lake.write("reports")
         .replace_studies(ids.to_vec())
+        .deletion_vectors(true)
         .execute(vec![reports(&[10, 150], "new")])
         .await
         .expect("replace");
@@ -416,6 +418,7 @@ async fn replacing_studies_rewrites_their_files_only_and_reads_their_rows_only()
     let most: Vec<String> = (150..230).map(|i| format!("s{i:03}")).collect();
     lake.write("reports")
         .replace_studies(most.clone())
+        .deletion_vectors(true)
         .execute(vec![reports(&(150..230).collect::<Vec<_>>(), "most")])
         .await
         .expect("replace most");
@@ -452,4 +455,32 @@ async fn replacing_studies_rewrites_their_files_only_and_reads_their_rows_only()
         .await
         .expect("read all");
     assert_eq!(read.iter().map(RecordBatch::num_rows).sum::<usize>(), 299);
+
+    // Without deletion vectors (the definition of `reports`), a replace rewrites the files
+    // holding the studies: the first file goes, with its vector.
+    lake.write("reports")
+        .replace_studies(vec!["s005".into()])
+        .execute(vec![reports(&[5], "plain")])
+        .await
+        .expect("replace by rewriting");
+    let rewritten = deleted_rows(&lake, "reports").await;
+    assert!(
+        !before
+            .iter()
+            .any(|f| rewritten.keys().any(|k| f.ends_with(k.as_str()))),
+        "{rewritten:?}"
+    );
+    assert_eq!(rewritten.values().sum::<i64>(), 1, "{rewritten:?}");
+    assert_eq!(
+        texts(
+            &lake,
+            "SELECT text FROM reports WHERE study_id IN ('s004', 's005', 's010') ORDER BY study_id"
+        )
+        .await,
+        ["old 4", "plain 5", "new 10"]
+    );
+    assert_eq!(
+        query_i64(&lake, "SELECT count(*) FROM reports").await,
+        vec![299]
+    );
 }
