@@ -3,14 +3,14 @@
 //!
 //! ```text
 //! every data file ── Delta stats, row-group stats (study_id min/max) ──► candidates
-//!   candidates ── footer and study_id column fetched, decoded ──► per row group, a mask of the
-//!                 studies; only files with a masked row fetched whole
-//!   masked row groups ── read with a row selection (other rows skipped) ──► the studies' rows
+//!   candidates ── footer and study_id column, once per file (StudyIndexes) ──► each study's
+//!                 row runs; minus the file's deletion vector ──► per row group, a mask
+//!   files with a masked row, fetched whole ── row selection (other rows skipped) ──► the rows
 //! ```
 //!
 //! Files are decoded in parallel. Replacing the studies' rows (`replace.rs`,
-//! [`crate::TableWrite::replace_studies`]) locates them the same way, rewrites the files that
-//! hold them and writes the new rows into files of their own, so a later read or replace of the
+//! [`crate::TableWrite::replace_studies`]) locates them the same way, deletes or rewrites the
+//! old rows and writes the new rows into files of their own, so a later read or replace of the
 //! same studies (judge and grade after qa, in one incremental run) touches those files only.
 
 use std::collections::{BTreeSet, HashMap};
@@ -116,23 +116,21 @@ impl Located {
         deleted
     }
 
-    /// The rows of row group `index` of the file `bytes` that the table version holds and that
-    /// are not the located studies'.
-    pub(crate) fn kept_rows(&self, bytes: &Bytes, index: usize) -> Result<Vec<RecordBatch>> {
-        let first = first_rows(self.metadata.metadata())[index];
-        let rows = self.metadata.metadata().row_group(index).num_rows().max(0) as u64;
-        let deleted = self.deleted.range_cardinality(first..first + rows) > 0;
-        if self.hits[index].is_none() && !deleted {
+    /// The rows of row group `index` of the file `bytes` that `deleted` (the file's
+    /// [`Located::deleted_after_replace`]) keeps.
+    pub(crate) fn kept_rows(
+        &self,
+        bytes: &Bytes,
+        index: usize,
+        deleted: &RoaringTreemap,
+    ) -> Result<Vec<RecordBatch>> {
+        let parquet = self.metadata.metadata();
+        let first = first_rows(parquet)[index];
+        let rows = first..first + parquet.row_group(index).num_rows().max(0) as u64;
+        if deleted.range_cardinality(rows.clone()) == 0 {
             return self.rows(bytes, index, None);
         }
-        let keep: BooleanArray = (0..rows)
-            .map(|row| {
-                let hit = self.hits[index]
-                    .as_ref()
-                    .is_some_and(|hit| hit.value(row as usize));
-                Some(!hit && !self.deleted.contains(first + row))
-            })
-            .collect();
+        let keep: BooleanArray = rows.map(|row| Some(!deleted.contains(row))).collect();
         self.rows(bytes, index, Some(&keep))
     }
 

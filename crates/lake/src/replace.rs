@@ -241,8 +241,9 @@ async fn write_kept(
     // Each file's bytes are freed once its rows are written.
     for file in files {
         let bytes = file.fetch(&store).await?;
+        let deleted = file.deleted_after_replace();
         for index in 0..file.row_groups() {
-            for batch in file.kept_rows(&bytes, index)? {
+            for batch in file.kept_rows(&bytes, index, &deleted)? {
                 writer
                     .write(&cast_batch(&batch, schema)?)
                     .await

@@ -54,20 +54,11 @@ fn duckdb_and_pandas_read_nested_answers_and_boxes() {
     let ft = dir.path().join("qa_ft.parquet");
     export(&lake_dir, "SELECT * FROM qa WHERE rating >= 'A'", &ft);
 
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/interop.py");
-    let output = Command::new("python3")
-        .arg(&script)
-        .arg(&all)
-        .arg(&ft)
-        .output()
-        .expect("python3 must be installed");
-    assert!(
-        output.status.success(),
-        "interop check failed (run the README's test command to install duckdb/pyarrow/pandas):\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
+    crate::python_check(
+        "interop.py",
+        &[all.as_os_str(), ft.as_os_str()],
+        "interop ok",
     );
-    assert!(String::from_utf8_lossy(&output.stdout).contains("interop ok"));
 }
 
 #[test]
@@ -105,17 +96,5 @@ fn deltalake_reads_the_lake_after_a_replace_into_pandas_and_duckdb() {
             .expect("replace");
     });
 
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/lake.py");
-    let output = Command::new("python3")
-        .arg(&script)
-        .arg(lake_dir.join("qa"))
-        .output()
-        .expect("python3 must be installed");
-    assert!(
-        output.status.success(),
-        "lake check failed (run the README's test command to install deltalake/duckdb/pandas):\n{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(String::from_utf8_lossy(&output.stdout).contains("lake ok"));
+    crate::python_check("lake.py", &[lake_dir.join("qa").as_os_str()], "lake ok");
 }

@@ -179,20 +179,11 @@ fn duckdb_pandas_and_zipfile_read_every_release_file() {
         "{stdout}"
     );
 
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/python/release.py");
-    let checked = Command::new("python3")
-        .arg(&script)
-        .arg(&out)
-        .arg(&stdout)
-        .output()
-        .expect("python3 must be installed");
-    assert!(
-        checked.status.success(),
-        "release check failed (run the README's test command to install duckdb/pyarrow/pandas):\n{}\n{}",
-        String::from_utf8_lossy(&checked.stdout),
-        String::from_utf8_lossy(&checked.stderr)
+    crate::python_check(
+        "release.py",
+        &[out.as_os_str(), std::ffi::OsStr::new(&stdout)],
+        "release ok",
     );
-    assert!(String::from_utf8_lossy(&checked.stdout).contains("release ok"));
 
     // Bad flags say what to do, with exit code 2.
     let bad = cxrlake(
