@@ -6,8 +6,9 @@ use std::num::NonZeroU64;
 use std::sync::Arc;
 
 use cxrlake_schemas::{FORMAT_VERSION, TABLES, TableDef};
-use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::array::{AsArray, BooleanArray, RecordBatch};
+use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::prelude::{SessionConfig, SessionContext, col, lit};
 use deltalake::kernel::transaction::CommitProperties;
 use deltalake::logstore::ObjectStoreRef;
@@ -53,7 +54,24 @@ pub struct Lake {
     settings: Settings,
     /// Where the studies' rows lie in the data files read so far (`read.rs`).
     indexes: Arc<StudyIndexes>,
+    /// The newest snapshot of each table loaded so far: loading a table again reads only the
+    /// commits made since (an incremental run opens a session, every table, some 25 times).
+    snapshots: Arc<std::sync::Mutex<HashMap<String, DeltaTable>>>,
+    /// Per table, the rows its last replace of some studies wrote: the stages after a scoped
+    /// stage read exactly those rows, which need not be decoded from the files again.
+    replaced: Arc<std::sync::Mutex<HashMap<String, Replaced>>>,
 }
+
+/// The rows a replace of some studies wrote, and the table version it committed.
+#[derive(Debug)]
+struct Replaced {
+    version: u64,
+    studies: BTreeSet<String>,
+    batches: Vec<RecordBatch>,
+}
+
+/// The most rows (in memory) a [`Replaced`] keeps: a replace of more leaves nothing kept.
+const REPLACED_KEPT_BYTES: usize = 512 << 20;
 
 /// How a write replaces what is there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,6 +106,8 @@ impl Lake {
             root_path,
             settings,
             indexes: Arc::default(),
+            snapshots: Arc::default(),
+            replaced: Arc::default(),
         })
     }
 
@@ -258,21 +278,54 @@ impl Lake {
             .is_some_and(|dir| !dir.join("_delta_log").is_dir()))
     }
 
-    /// An unloaded handle on an existing table.
+    /// A handle on an existing table: the newest snapshot loaded so far, else an unloaded one.
     fn existing(&self, name: &str) -> Result<DeltaTable> {
         if self.missing_local_folder(name)? {
             return Err(self.no_such_table(name));
         }
+        if let Some(table) = self.snapshot_cache().get(name) {
+            return Ok(table.clone());
+        }
+        self.unloaded(name)
+    }
+
+    /// An unloaded handle on a table.
+    fn unloaded(&self, name: &str) -> Result<DeltaTable> {
         self.builder(name)?
             .build()
             .map_err(|e| LakeError::delta(name, e))
+    }
+
+    fn snapshot_cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, DeltaTable>> {
+        // A panic while the lock was held cannot leave a half-written map entry.
+        self.snapshots
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Keeps `table` as the newest snapshot of `name` unless a newer one is kept.
+    fn remember(&self, name: &str, table: &DeltaTable) {
+        let Some(version) = table.version() else {
+            return;
+        };
+        let mut cache = self.snapshot_cache();
+        if cache
+            .get(name)
+            .and_then(DeltaTable::version)
+            .is_none_or(|kept| kept < version)
+        {
+            cache.insert(name.to_string(), table.clone());
+        }
     }
 
     /// The latest version of a table.
     pub async fn table(&self, name: &str) -> Result<DeltaTable> {
         let mut table = self.existing(name)?;
         match table.load().await {
-            Ok(()) => Ok(table),
+            Ok(()) => {
+                self.remember(name, &table);
+                Ok(table)
+            }
             Err(DeltaTableError::NotATable(_)) => Err(self.no_such_table(name)),
             Err(err) => Err(LakeError::delta(name, err)),
         }
@@ -281,8 +334,15 @@ impl Lake {
     /// A table as of `version` (time travel).
     pub async fn table_at(&self, name: &str, version: u64) -> Result<DeltaTable> {
         let mut table = self.existing(name)?;
+        if table.version().is_some_and(|kept| kept > version) {
+            // Snapshots only move forward: an older version is loaded from the log.
+            table = self.unloaded(name)?;
+        }
         match table.load_version(version).await {
-            Ok(()) => Ok(table),
+            Ok(()) => {
+                self.remember(name, &table);
+                Ok(table)
+            }
             Err(DeltaTableError::NotATable(_)) => Err(self.no_such_table(name)),
             Err(err) => Err(LakeError::NoSuchVersion {
                 name: name.to_string(),
@@ -351,7 +411,73 @@ impl Lake {
             Some(version) => self.table_at(name, version).await?,
             None => self.table(name).await?,
         };
+        if let Some(rows) = self.replaced_rows(name, table.version(), ids)? {
+            return Ok(rows);
+        }
         crate::read::read_studies(&table, ids, &self.table_schema(name)?, &self.indexes).await
+    }
+
+    /// The rows of `ids` in `name` at `version` when this handle's last replace of the table
+    /// committed that version and covered them all.
+    fn replaced_rows(
+        &self,
+        name: &str,
+        version: Option<u64>,
+        ids: &BTreeSet<String>,
+    ) -> Result<Option<Vec<RecordBatch>>> {
+        let replaced = self
+            .replaced
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(kept) = replaced.get(name) else {
+            return Ok(None);
+        };
+        if Some(kept.version) != version || !ids.is_subset(&kept.studies) {
+            return Ok(None);
+        }
+        if ids.len() == kept.studies.len() {
+            return Ok(Some(kept.batches.clone()));
+        }
+        let mut rows = Vec::with_capacity(kept.batches.len());
+        for batch in &kept.batches {
+            let study = batch
+                .column_by_name("study_id")
+                .ok_or_else(|| LakeError::Config(format!("{name} has no study_id column")))?;
+            let study = datafusion::arrow::compute::cast(study, &DataType::Utf8)?;
+            let keep: BooleanArray = study
+                .as_string::<i32>()
+                .iter()
+                .map(|id| Some(id.is_some_and(|id| ids.contains(id))))
+                .collect();
+            rows.push(filter_record_batch(batch, &keep)?);
+        }
+        Ok(Some(rows))
+    }
+
+    /// Keeps the rows a replace of `studies` wrote as `version` of `name` (see
+    /// [`Lake::replaced_rows`]).
+    fn keep_replaced(
+        &self,
+        name: &str,
+        version: u64,
+        studies: BTreeSet<String>,
+        batches: Vec<RecordBatch>,
+    ) {
+        let mut replaced = self
+            .replaced
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let bytes: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
+        if bytes <= REPLACED_KEPT_BYTES {
+            let kept = Replaced {
+                version,
+                studies,
+                batches,
+            };
+            replaced.insert(name.to_string(), kept);
+        } else {
+            replaced.remove(name);
+        }
     }
 
     /// A table's commits, newest first.
@@ -466,11 +592,10 @@ impl TableWrite<'_> {
         let name = self.table.as_str();
         let is_new = self.lake.missing_local_folder(name)?;
         self.lake.ensure_local_folder(name)?;
-        let mut table = self
-            .lake
-            .builder(name)?
-            .build()
-            .map_err(|e| LakeError::delta(name, e))?;
+        let mut table = match is_new {
+            true => self.lake.unloaded(name)?,
+            false => self.lake.existing(name)?,
+        };
         if !is_new {
             match table.load().await {
                 Ok(()) | Err(DeltaTableError::NotATable(_)) => {}
@@ -482,10 +607,10 @@ impl TableWrite<'_> {
         {
             let ids: BTreeSet<String> = ids.iter().cloned().collect();
             let commit = commit_properties(&self.commit);
-            return replace::replace_studies(
+            let version = replace::replace_studies(
                 &table,
                 name,
-                batches,
+                batches.clone(),
                 &ids,
                 commit,
                 replace::Layout {
@@ -494,7 +619,15 @@ impl TableWrite<'_> {
                 },
                 &self.lake.indexes,
             )
-            .await;
+            .await?;
+            // As a read returns them: in the table's declared types.
+            let schema = self.lake.table_schema(name)?;
+            let batches = batches
+                .iter()
+                .map(|b| crate::read::cast_batch(b, &schema))
+                .collect::<Result<Vec<_>>>()?;
+            self.lake.keep_replaced(name, version, ids, batches);
+            return Ok(version);
         }
         let builder = table
             .write(batches)

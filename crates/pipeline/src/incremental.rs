@@ -756,13 +756,18 @@ async fn sampling_flips(current: &Current<'_>, old: u64) -> Result<Scope> {
         return Ok(Scope::All);
     }
     let ctx = lake.session().await?;
-    let batches = collect(
-        &ctx,
-        "qa",
-        "SELECT DISTINCT study_id, e FROM (SELECT study_id, unnest(array_concat(obs_entities, \
-         obs_entities_parents)) AS e FROM observations)",
-    )
-    .await?;
+    // Which studies mention which findings matters only for a changed correlated list.
+    let batches = if correlated.is_empty() {
+        Vec::new()
+    } else {
+        collect(
+            &ctx,
+            "qa",
+            "SELECT DISTINCT study_id, e FROM (SELECT study_id, \
+             unnest(array_concat(obs_entities, obs_entities_parents)) AS e FROM observations)",
+        )
+        .await?
+    };
     let mut mentioned: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for batch in &batches {
         let ids = cast(batch.column(0), &DataType::Utf8)
@@ -958,10 +963,9 @@ pub async fn run(lake: &Lake, defs: &RefDefs, options: &PipelineOptions) -> Resu
             }
             "qa" => {
                 qa_scope = scope.clone();
-                let (summary, changed) =
-                    qa::run_scoped(lake, defs, &options.qa, &scope, detect).await?;
+                let summary = qa::run_scoped(lake, defs, &options.qa, &scope).await?;
                 qa_written = Some(summary.questions);
-                changed
+                scope.clone()
             }
             "judge" => {
                 judge::run_scoped(lake, &options.judge, &scope).await?;

@@ -139,18 +139,20 @@ fn utf8(array: &ArrayRef) -> Result<ArrayRef> {
 
 /// Runs the stage over the whole lake and replaces `qa`.
 pub async fn run(lake: &Lake, defs: &RefDefs, options: &QaOptions) -> Result<QaSummary> {
-    Ok(run_scoped(lake, defs, options, &Scope::All, false).await?.0)
+    run_scoped(lake, defs, options, &Scope::All).await
 }
 
-/// Runs the stage over `scope`'s studies and replaces their QA pairs; returns the studies whose
-/// QA pairs changed (with `detect`, else the scope).
+/// Runs the stage over `scope`'s studies and replaces their QA pairs.
+///
+/// Unlike the stages before it, it does not compare the studies' new rows with their old ones:
+/// the old rows carry what grade wrote (ratings, judge), which the new ones lack, so every
+/// scoped study would differ, and judge and grade recompute the whole scope anyway.
 pub async fn run_scoped(
     lake: &Lake,
     defs: &RefDefs,
     options: &QaOptions,
     scope: &Scope,
-    detect: bool,
-) -> Result<(QaSummary, Scope)> {
+) -> Result<QaSummary> {
     let started = Instant::now();
     let templates = options.load_templates(defs)?;
     let version = templates.version().to_string();
@@ -187,7 +189,7 @@ pub async fn run_scoped(
         "code": env!("CARGO_PKG_VERSION"),
     });
     let run = stage
-        .run_scoped(lake, &HashMap::new(), &fingerprint, scope, detect)
+        .run_scoped(lake, &HashMap::new(), &fingerprint, scope, false)
         .await?;
     let summary = QaSummary {
         questions: run.rows.iter().map(|(_, n)| n).sum(),
@@ -196,5 +198,5 @@ pub async fn run_scoped(
         version: run.version,
         seconds: started.elapsed().as_secs_f64(),
     };
-    Ok((summary, run.changed))
+    Ok(summary)
 }

@@ -323,9 +323,17 @@ pub(crate) async fn chunk_context(
             }
             Rows::Studies(ids) if has("study_id") => {
                 let ids: BTreeSet<String> = ids.iter().cloned().collect();
+                let started = std::time::Instant::now();
                 let batches = lake
                     .read_studies(table, pinned.get(*table).copied(), &ids)
                     .await?;
+                tracing::debug!(
+                    stage,
+                    table,
+                    rows = batches.iter().map(RecordBatch::num_rows).sum::<usize>(),
+                    seconds = started.elapsed().as_secs_f64(),
+                    "studies' rows read"
+                );
                 // The types the lake's table provider reads (e.g. string views), so that the
                 // stage's SQL sees what it sees in a full run.
                 let schema = Arc::new(frame.schema().as_arrow().clone());
