@@ -6,7 +6,7 @@ use std::num::NonZeroU64;
 use std::sync::Arc;
 
 use cxrlake_schemas::{FORMAT_VERSION, TABLES, TableDef};
-use datafusion::arrow::array::{AsArray, BooleanArray, RecordBatch};
+use datafusion::arrow::array::{AsArray, BooleanArray, MutableArrayData, RecordBatch, make_array};
 use datafusion::arrow::compute::filter_record_batch;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::prelude::{SessionConfig, SessionContext, col, lit};
@@ -70,8 +70,10 @@ struct Replaced {
     batches: Vec<RecordBatch>,
 }
 
-/// The most rows (in memory) a [`Replaced`] keeps: a replace of more leaves nothing kept.
-const REPLACED_KEPT_BYTES: usize = 512 << 20;
+/// The most rows a [`Replaced`] keeps (a scoped stage's chunk of 3,000 studies writes some
+/// 750,000 QA pairs); a replace of more leaves nothing kept. The kept batches are those the
+/// stage computed, so keeping them costs memory only after the stage, until the next replace.
+const REPLACED_KEPT_ROWS: usize = 1_000_000;
 
 /// How a write replaces what is there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -455,28 +457,31 @@ impl Lake {
     }
 
     /// Keeps the rows a replace of `studies` wrote as `version` of `name` (see
-    /// [`Lake::replaced_rows`]).
+    /// [`Lake::replaced_rows`]); `None` forgets the rows kept for the table.
     fn keep_replaced(
         &self,
         name: &str,
         version: u64,
         studies: BTreeSet<String>,
-        batches: Vec<RecordBatch>,
+        batches: Option<Vec<RecordBatch>>,
     ) {
         let mut replaced = self
             .replaced
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let bytes: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
-        if bytes <= REPLACED_KEPT_BYTES {
-            let kept = Replaced {
-                version,
-                studies,
-                batches,
-            };
-            replaced.insert(name.to_string(), kept);
-        } else {
-            replaced.remove(name);
+        match batches {
+            Some(batches) => {
+                tracing::debug!(table = name, version, "replaced rows kept");
+                let kept = Replaced {
+                    version,
+                    studies,
+                    batches,
+                };
+                replaced.insert(name.to_string(), kept);
+            }
+            None => {
+                replaced.remove(name);
+            }
         }
     }
 
@@ -620,13 +625,21 @@ impl TableWrite<'_> {
                 &self.lake.indexes,
             )
             .await?;
-            // As a read returns them: in the table's declared types.
-            let schema = self.lake.table_schema(name)?;
-            let batches = batches
-                .iter()
-                .map(|b| crate::read::cast_batch(b, &schema))
-                .collect::<Result<Vec<_>>>()?;
-            self.lake.keep_replaced(name, version, ids, batches);
+            // As a read returns them: each batch with buffers of its own (a stage's batches
+            // are often slices of larger arrays, which a cast of a list column would
+            // process whole, once per slice), in the table's declared types.
+            // The replace is committed: rows that cannot be kept (or of a table cxrlake does
+            // not declare) are read from the files.
+            let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+            let kept = match self.lake.table_schema(name) {
+                Ok(schema) if rows <= REPLACED_KEPT_ROWS => batches
+                    .iter()
+                    .map(|b| crate::read::cast_batch(&compacted(b)?, &schema))
+                    .collect::<Result<Vec<_>>>()
+                    .ok(),
+                _ => None,
+            };
+            self.lake.keep_replaced(name, version, ids, kept);
             return Ok(version);
         }
         let builder = table
@@ -646,6 +659,21 @@ impl TableWrite<'_> {
         let table = builder.await.map_err(|e| LakeError::delta(name, e))?;
         Ok(table.version().unwrap_or(0))
     }
+}
+
+/// `batch` with every column copied into buffers that hold only its rows.
+fn compacted(batch: &RecordBatch) -> Result<RecordBatch> {
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|column| {
+            let data = column.to_data();
+            let mut copy = MutableArrayData::new(vec![&data], false, data.len());
+            copy.extend(0, 0, data.len());
+            make_array(copy.freeze())
+        })
+        .collect();
+    Ok(RecordBatch::try_new(batch.schema(), columns)?)
 }
 
 /// Looks up the definition of a lake table by name.

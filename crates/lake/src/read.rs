@@ -11,7 +11,9 @@
 //! Files are decoded in parallel. Replacing the studies' rows (`replace.rs`,
 //! [`crate::TableWrite::replace_studies`]) locates them the same way, deletes or rewrites the
 //! old rows and writes the new rows into files of their own, so a later read or replace of the
-//! same studies (judge and grade after qa, in one incremental run) touches those files only.
+//! same studies (judge and grade after qa, in one incremental run) touches those files only;
+//! a read through the lake handle that made the replace gets the rows it kept in memory
+//! ([`crate::Lake::read_studies`]) without reading files at all.
 
 use std::collections::{BTreeSet, HashMap};
 use std::ops::{Bound, Range};

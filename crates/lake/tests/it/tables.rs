@@ -309,6 +309,28 @@ async fn texts(lake: &Lake, sql: &str) -> Vec<String> {
         .collect()
 }
 
+/// The texts of `ids` in `reports`, sorted, read by [`Lake::read_studies`].
+async fn read_texts(lake: &Lake, ids: &std::collections::BTreeSet<String>) -> Vec<String> {
+    let read = lake
+        .read_studies("reports", None, ids)
+        .await
+        .expect("read");
+    let mut texts: Vec<String> = read
+        .iter()
+        .flat_map(|b| {
+            b.column_by_name("text")
+                .expect("text")
+                .as_string::<i32>()
+                .iter()
+                .flatten()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    texts.sort();
+    texts
+}
+
 #[tokio::test]
 async fn replacing_studies_rewrites_their_files_only_and_reads_their_rows_only() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -377,24 +399,14 @@ async fn replacing_studies_rewrites_their_files_only_and_reads_their_rows_only()
         query_i64(&lake, "SELECT count(*) FROM reports").await,
         vec![299]
     );
-    let read = lake
-        .read_studies("reports", None, &ids.iter().cloned().collect())
-        .await
-        .expect("read");
-    let mut read_texts: Vec<String> = read
-        .iter()
-        .flat_map(|b| {
-            b.column_by_name("text")
-                .expect("text")
-                .as_string::<i32>()
-                .iter()
-                .flatten()
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    read_texts.sort();
-    assert_eq!(read_texts, ["new 10", "new 150"]);
+    // This handle keeps the rows it just wrote; another one reads them from the files.
+    let fresh = Lake::open_url(dir.path().to_str().expect("utf8")).expect("open");
+    for handle in [&lake, &fresh] {
+        let all = ids.iter().cloned().collect();
+        assert_eq!(read_texts(handle, &all).await, ["new 10", "new 150"]);
+        let some = ["s150".to_string(), "s290".to_string()].into();
+        assert_eq!(read_texts(handle, &some).await, ["new 150"]);
+    }
     // The version before the replace still holds the old rows.
     let version = lake
         .table("reports")
@@ -482,5 +494,41 @@ async fn replacing_studies_rewrites_their_files_only_and_reads_their_rows_only()
     assert_eq!(
         query_i64(&lake, "SELECT count(*) FROM reports").await,
         vec![299]
+    );
+}
+
+#[tokio::test]
+async fn a_handle_sees_what_another_handle_commits_and_still_travels_back() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_str().expect("utf8");
+    let (reader, writer) = (
+        Lake::open_url(root).expect("open"),
+        Lake::open_url(root).expect("open"),
+    );
+    reader.init().await.expect("init");
+    let count = "SELECT count(*) FROM reports";
+    assert_eq!(query_i64(&reader, count).await, vec![0]);
+    let first = reader.table("reports").await.expect("table").version();
+    // The reader keeps its snapshot of `reports`; the writer appends twice.
+    for chunk in [0..10, 10..25] {
+        writer
+            .write("reports")
+            .execute(vec![reports(&chunk.collect::<Vec<_>>(), "new")])
+            .await
+            .expect("append");
+    }
+    assert_eq!(query_i64(&reader, count).await, vec![25]);
+    let latest = reader.table("reports").await.expect("table").version();
+    assert_eq!(latest, first.map(|v| v + 2));
+    // An older version after a newer one was loaded.
+    let older = reader
+        .table_at("reports", first.expect("version") + 1)
+        .await
+        .expect("table_at");
+    let newest = reader.table("reports").await.expect("table");
+    assert_eq!(newest.version(), latest);
+    assert_eq!(
+        older.get_file_uris().expect("uris").count() + 1,
+        newest.get_file_uris().expect("uris").count()
     );
 }
