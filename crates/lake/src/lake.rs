@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use cxrlake_schemas::{FORMAT_VERSION, TABLES, TableDef};
 use datafusion::arrow::array::{AsArray, BooleanArray, MutableArrayData, RecordBatch, make_array};
-use datafusion::arrow::compute::filter_record_batch;
+use datafusion::arrow::compute::{cast, filter_record_batch};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::prelude::{SessionConfig, SessionContext, col, lit};
 use deltalake::kernel::transaction::CommitProperties;
@@ -22,7 +22,7 @@ use url::Url;
 use crate::commit::{COMMIT_INFO_KEY, CommitRecord, StageCommit};
 use crate::config::Settings;
 use crate::error::{LakeError, Result};
-use crate::read::StudyIndexes;
+use crate::read::{StudyIndexes, locked};
 use crate::replace;
 use crate::store::{parse_root, root_store};
 
@@ -55,7 +55,7 @@ pub struct Lake {
     /// Where the studies' rows lie in the data files read so far (`read.rs`).
     indexes: Arc<StudyIndexes>,
     /// The newest snapshot of each table loaded so far: loading a table again reads only the
-    /// commits made since (an incremental run opens a session, every table, some 25 times).
+    /// commits made since (an incremental run opens a session over every table about 29 times).
     snapshots: Arc<std::sync::Mutex<HashMap<String, DeltaTable>>>,
     /// Per table, the rows its last replace of some studies wrote: the stages after a scoped
     /// stage read exactly those rows, which need not be decoded from the files again.
@@ -285,7 +285,7 @@ impl Lake {
         if self.missing_local_folder(name)? {
             return Err(self.no_such_table(name));
         }
-        if let Some(table) = self.snapshot_cache().get(name) {
+        if let Some(table) = locked(&self.snapshots).get(name) {
             return Ok(table.clone());
         }
         self.unloaded(name)
@@ -298,19 +298,12 @@ impl Lake {
             .map_err(|e| LakeError::delta(name, e))
     }
 
-    fn snapshot_cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, DeltaTable>> {
-        // A panic while the lock was held cannot leave a half-written map entry.
-        self.snapshots
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// Keeps `table` as the newest snapshot of `name` unless a newer one is kept.
     fn remember(&self, name: &str, table: &DeltaTable) {
         let Some(version) = table.version() else {
             return;
         };
-        let mut cache = self.snapshot_cache();
+        let mut cache = locked(&self.snapshots);
         if cache
             .get(name)
             .and_then(DeltaTable::version)
@@ -427,10 +420,7 @@ impl Lake {
         version: Option<u64>,
         ids: &BTreeSet<String>,
     ) -> Result<Option<Vec<RecordBatch>>> {
-        let replaced = self
-            .replaced
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let replaced = locked(&self.replaced);
         let Some(kept) = replaced.get(name) else {
             return Ok(None);
         };
@@ -445,7 +435,7 @@ impl Lake {
             let study = batch
                 .column_by_name("study_id")
                 .ok_or_else(|| LakeError::Config(format!("{name} has no study_id column")))?;
-            let study = datafusion::arrow::compute::cast(study, &DataType::Utf8)?;
+            let study = cast(study, &DataType::Utf8)?;
             let keep: BooleanArray = study
                 .as_string::<i32>()
                 .iter()
@@ -465,10 +455,7 @@ impl Lake {
         studies: BTreeSet<String>,
         batches: Option<Vec<RecordBatch>>,
     ) {
-        let mut replaced = self
-            .replaced
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut replaced = locked(&self.replaced);
         match batches {
             Some(batches) => {
                 tracing::debug!(table = name, version, "replaced rows kept");
@@ -597,9 +584,10 @@ impl TableWrite<'_> {
         let name = self.table.as_str();
         let is_new = self.lake.missing_local_folder(name)?;
         self.lake.ensure_local_folder(name)?;
-        let mut table = match is_new {
-            true => self.lake.unloaded(name)?,
-            false => self.lake.existing(name)?,
+        let mut table = if is_new {
+            self.lake.unloaded(name)?
+        } else {
+            self.lake.existing(name)?
         };
         if !is_new {
             match table.load().await {
@@ -625,11 +613,11 @@ impl TableWrite<'_> {
                 &self.lake.indexes,
             )
             .await?;
-            // As a read returns them: each batch with buffers of its own (a stage's batches
-            // are often slices of larger arrays, which a cast of a list column would
-            // process whole, once per slice), in the table's declared types.
-            // The replace is committed: rows that cannot be kept (or of a table cxrlake does
-            // not declare) are read from the files.
+            // Kept as a read returns them: in the table's declared types, each batch with
+            // buffers of its own (a stage's batches are often slices of larger arrays, which a
+            // cast of a list column processes whole, once per slice). The replace is
+            // committed: rows not kept (too many, a table cxrlake does not declare) are read
+            // from the files.
             let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
             let kept = match self.lake.table_schema(name) {
                 Ok(schema) if rows <= REPLACED_KEPT_ROWS => batches
@@ -669,10 +657,10 @@ fn compacted(batch: &RecordBatch) -> Result<RecordBatch> {
         .map(|column| {
             let data = column.to_data();
             let mut copy = MutableArrayData::new(vec![&data], false, data.len());
-            copy.extend(0, 0, data.len());
-            make_array(copy.freeze())
+            copy.try_extend(0, 0, data.len())?;
+            Ok(make_array(copy.freeze()))
         })
-        .collect();
+        .collect::<Result<Vec<_>>>()?;
     Ok(RecordBatch::try_new(batch.schema(), columns)?)
 }
 

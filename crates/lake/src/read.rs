@@ -407,11 +407,16 @@ impl StudyIndexes {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<StudyIndex>>> {
-        // The map is consistent after any panic: entries are inserted whole.
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        locked(&self.0)
     }
+}
+
+/// `mutex` locked, also after a panic of another holder: the lake's caches are consistent
+/// after any panic, as their entries are inserted or replaced whole.
+pub(crate) fn locked<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A data file read by byte ranges from the table's object store.

@@ -21,8 +21,9 @@
 //! code or SQL changed   → all studies
 //! ```
 //!
-//! Every scoped run compares each study's new rows with its old rows (row digests) and records
-//! the studies that actually changed in its commits, which are the next stage's scope. The
+//! Every scoped run up to graph compares each study's new rows with its old rows (row digests)
+//! and records the studies that actually changed in its commits, which are the next stage's
+//! scope; qa passes its whole scope on (its old rows carry grade's columns). The
 //! result equals a full rebuild (`tests/it/incremental.rs`, one case per edit kind).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -5,7 +5,7 @@
 //! replaces their rows (Delta replace-where by `study_id`). Before writing, it compares every
 //! scoped study's new rows with its old rows as an order-independent multiset digest (count and
 //! two sums of 64-bit row hashes over all columns); only the studies whose rows differ are
-//! passed on as the next stage's scope.
+//! passed on as the next stage's scope (not in qa: see [`crate::qa::run_scoped`]).
 
 use std::collections::{BTreeSet, HashMap};
 

@@ -311,10 +311,7 @@ async fn texts(lake: &Lake, sql: &str) -> Vec<String> {
 
 /// The texts of `ids` in `reports`, sorted, read by [`Lake::read_studies`].
 async fn read_texts(lake: &Lake, ids: &std::collections::BTreeSet<String>) -> Vec<String> {
-    let read = lake
-        .read_studies("reports", None, ids)
-        .await
-        .expect("read");
+    let read = lake.read_studies("reports", None, ids).await.expect("read");
     let mut texts: Vec<String> = read
         .iter()
         .flat_map(|b| {
