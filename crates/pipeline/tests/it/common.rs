@@ -100,3 +100,28 @@ pub async fn qa_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
         .expect("qa");
     (lake, defs)
 }
+
+/// An initialised lake at `dir`.
+pub async fn open_lake(dir: &Path) -> Lake {
+    let lake = Lake::open_url(dir.to_str().expect("utf8")).expect("open");
+    lake.init().await.expect("init");
+    lake
+}
+
+/// Loads the reference tables of `defs` and runs every stage with the default options.
+pub async fn run_pipeline(lake: &Lake, defs: &RefDefs) {
+    for (table, batch) in defs.to_record_batches().expect("ref tables") {
+        lake.write(table)
+            .overwrite()
+            .execute(vec![batch])
+            .await
+            .expect("write ref table");
+    }
+    cxrlake_pipeline::incremental::run(
+        lake,
+        defs,
+        &cxrlake_pipeline::incremental::PipelineOptions::default(),
+    )
+    .await
+    .expect("pipeline run");
+}

@@ -1,4 +1,5 @@
 mod common;
+mod demo;
 mod evaluate;
 mod extract;
 mod graph;
