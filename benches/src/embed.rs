@@ -12,9 +12,9 @@ use std::time::Instant;
 
 use cxrlake_embed::{Embedder, LexicalEmbedder, OnnxEmbedder};
 use cxrlake_extract::rules::RulesExtractor;
+use cxrlake_map::{ConceptIndex, ConceptKind};
 use cxrlake_refdefs::RefDefs;
 use cxrlake_synth::{SynthOptions, generate};
-use cxrlake_udfs::map::{ConceptIndex, ConceptKind};
 
 #[allow(clippy::print_stdout)]
 fn main() {

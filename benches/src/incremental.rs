@@ -147,7 +147,9 @@ fn edited(defs: &RefDefs) -> RefDefs {
 }
 
 fn open(dir: &Path) -> Lake {
-    Lake::open_url(dir.to_str().expect("utf8")).expect("open")
+    Lake::open_url(dir.to_str().expect("utf8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on)
 }
 
 /// A copy of `from` at `to` made of hard links (Delta never rewrites a file in place).

@@ -43,7 +43,9 @@ async fn main() {
     let copies = env_number("RELEASE_BENCH_COPIES", 91);
     let (_temp, root) = bench_dir("RELEASE_BENCH_DIR");
     let lake_dir = root.join("lake");
-    let lake = Lake::open_url(lake_dir.to_str().expect("utf8")).expect("open");
+    let lake = Lake::open_url(lake_dir.to_str().expect("utf8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     if std::env::var_os("RELEASE_BENCH_REUSE").is_none() || !lake_dir.exists() {
         let started = Instant::now();
         build_lake(&lake, &root.join("corpus"), studies).await;

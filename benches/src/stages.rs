@@ -40,7 +40,9 @@ async fn main() {
     let corpus = root.join("corpus");
     let lake_dir = root.join("lake");
     let defs = RefDefs::embedded().expect("refdefs");
-    let lake = Lake::open_url(lake_dir.to_str().expect("utf8")).expect("open");
+    let lake = Lake::open_url(lake_dir.to_str().expect("utf8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     if std::env::var_os("STAGES_BENCH_REUSE").is_none() || !lake_dir.exists() {
         build_extracted_lake(&lake, &defs, &corpus, studies).await;
     }

@@ -82,7 +82,9 @@ async fn main() {
     let temp = tempfile::tempdir().expect("tempdir");
     let corpus = temp.path().join("corpus");
     generate(&SynthOptions::new(studies, 0, &corpus)).expect("synth");
-    let lake = Lake::open_url(temp.path().join("lake").to_str().expect("utf8")).expect("open");
+    let lake = Lake::open_url(temp.path().join("lake").to_str().expect("utf8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     lake.init().await.expect("init");
     let summary = ingest(&lake, &IngestOptions::new(vec![corpus]))
         .await

@@ -307,7 +307,8 @@ impl Cli {
 
     /// Runs the command, writing user-facing output to `out`.
     pub async fn run(&self, out: &mut dyn Write) -> Result<()> {
-        let lake = Lake::open(self.settings()?)?;
+        let lake =
+            Lake::open(self.settings()?)?.with_session_factory(cxrlake_udfs::session_context_on);
         match &self.command {
             Command::Init => init(&lake, out).await,
             Command::Tables => tables(&lake, out).await,

@@ -10,13 +10,22 @@ use datafusion::error::DataFusionError;
 
 use crate::error::{ExportError, Result};
 
+/// A session over `lake` with cxrlake's SQL functions (ordered ratings, the release functions),
+/// whatever factory the caller opened the lake with.
+pub(crate) async fn session(lake: &Lake) -> Result<datafusion::prelude::SessionContext> {
+    let lake = lake
+        .clone()
+        .with_session_factory(cxrlake_udfs::session_context_on);
+    Ok(lake.session().await?)
+}
+
 /// `table` of the lake, keeping only the rows matching `filter` (SQL over its columns).
 pub(crate) async fn filtered_table(
     lake: &Lake,
     table: &'static str,
     filter: Option<&str>,
 ) -> Result<DataFrame> {
-    let ctx = lake.session().await?;
+    let ctx = session(lake).await?;
     if !ctx.table_exist(table)? {
         return Err(ExportError::NoTable {
             table,

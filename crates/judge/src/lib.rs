@@ -1,7 +1,7 @@
 //! The QA judge of cxrlake (paper 000, section 3.3, appendices D.3 and E.3): the five text
 //! criteria, what a judge reads of a QA pair (its content-addressed requests), the heuristic
 //! judge (the offline default), the LLM-judge prompts of listings 7–11 with tolerant parsers
-//! of their answers, and the ratings of tables 11 and 12.
+//! of their answers. The ratings of tables 11 and 12 are crate `cxrlake-grade`'s.
 //!
 //! ```text
 //!  qa row ──► QaItem {strategy, question, parts, report}
@@ -16,12 +16,12 @@
 //!  Verdict {levels, explanation, error} ──► qa_judgements
 //!     │  sql/grade.sql joins them back by content_hash
 //!     ▼
-//!  grade::part_rating → grade::text_rating → grade::scene_graph_rating → qa.rating
+//!  cxrlake-grade: part_rating → text_rating → scene_graph_rating → qa.rating
 //! ```
 
 mod criterion;
 pub mod error;
-pub mod grade;
+
 pub mod heuristic;
 mod item;
 mod judge;

@@ -9,6 +9,7 @@ use cxrlake_schemas::{FORMAT_VERSION, TABLES, TableDef};
 use datafusion::arrow::array::{AsArray, BooleanArray, MutableArrayData, RecordBatch, make_array};
 use datafusion::arrow::compute::{cast, filter_record_batch};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::prelude::{SessionConfig, SessionContext, col, lit};
 use deltalake::kernel::transaction::CommitProperties;
 use deltalake::logstore::ObjectStoreRef;
@@ -45,10 +46,21 @@ pub struct LakeMarker {
     pub created_at: String,
 }
 
+/// Builds the `SessionContext` of a lake session from its configuration and the runtime its
+/// Delta tables registered their object stores in. The lake is storage only: the layers above
+/// it pass a factory that adds their SQL functions and planner rules
+/// (`cxrlake_udfs::session_context_on`); the default is DataFusion's plain context.
+pub type SessionFactory = fn(SessionConfig, Arc<RuntimeEnv>) -> SessionContext;
+
+fn plain_session(config: SessionConfig, runtime: Arc<RuntimeEnv>) -> SessionContext {
+    SessionContext::new_with_config_rt(config, runtime)
+}
+
 /// A cxrlake lake.
 #[derive(Debug, Clone)]
 pub struct Lake {
     root: Url,
+    session_factory: SessionFactory,
     store: ObjectStoreRef,
     root_path: Path,
     settings: Settings,
@@ -104,6 +116,7 @@ impl Lake {
         let (store, root_path) = root_store(&root, &settings.storage)?;
         Ok(Self {
             root,
+            session_factory: plain_session,
             store,
             root_path,
             settings,
@@ -118,6 +131,12 @@ impl Lake {
         let mut settings = Settings::default();
         settings.cxrlake.lake = root.to_string();
         Self::open(settings)
+    }
+
+    /// The lake with sessions built by `factory` (e.g. with cxrlake's SQL functions).
+    pub fn with_session_factory(mut self, factory: SessionFactory) -> Self {
+        self.session_factory = factory;
+        self
     }
 
     /// The lake's root URL (ends with `/`).
@@ -496,7 +515,8 @@ impl Lake {
             .collect())
     }
 
-    /// A `SessionContext` with cxrlake's functions and every lake table registered by name.
+    /// A `SessionContext` (built by the lake's [`SessionFactory`]) with every lake table
+    /// registered by name.
     pub async fn session(&self) -> Result<SessionContext> {
         self.session_with(&HashMap::new()).await
     }
@@ -507,7 +527,7 @@ impl Lake {
             .with_batch_size(self.settings.cxrlake.batch_size)
             .with_option_extension(self.settings.cxrlake.clone())
             .with_information_schema(true);
-        let ctx = cxrlake_udfs::session_context(config);
+        let ctx = (self.session_factory)(config, Arc::new(RuntimeEnv::default()));
         let started = std::time::Instant::now();
         let names = self.table_names().await?;
         // Tables load in parallel (each reads its Delta log).

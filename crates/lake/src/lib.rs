@@ -19,5 +19,5 @@ pub mod store;
 pub use commit::{CommitRecord, StageCommit};
 pub use config::{CxrlakeConfig, Settings};
 pub use error::{LakeError, Result};
-pub use lake::{Lake, LakeMarker, TableWrite, WriteMode};
+pub use lake::{Lake, LakeMarker, SessionFactory, TableWrite, WriteMode};
 pub use read::cast_batch;

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cxrlake_lake::Lake;
+use cxrlake_map::Reference;
 use cxrlake_refdefs::RefDefs;
 use cxrlake_udfs::graph::{BuildSceneGraphFunc, GraphRegionsFunc};
-use cxrlake_udfs::map::Reference;
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::scalar::ScalarValue;
 use serde_json::json;

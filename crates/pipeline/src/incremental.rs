@@ -30,10 +30,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use cxrlake_embed::Embedder;
 use cxrlake_lake::{CommitRecord, Lake};
+use cxrlake_map::{ConceptIndex, ConceptKind};
+use cxrlake_qa::unit_hash;
 use cxrlake_refdefs::{EntryKind, RefDefs, Sources};
 use cxrlake_templates::Templates;
-use cxrlake_udfs::map::{ConceptIndex, ConceptKind};
-use cxrlake_udfs::qa::unit_hash;
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type};
@@ -585,15 +585,14 @@ async fn decide(
                 );
             }
         }
-        "judge" | "grade" => {
-            if fp["judge"].as_str() != Some(current.judge_id.as_str()) {
+        "judge" | "grade"
+            if fp["judge"].as_str() != Some(current.judge_id.as_str()) => {
                 plan.all(format!(
                     "judge {} → {}",
                     fp["judge"].as_str().unwrap_or("?"),
                     current.judge_id
                 ));
             }
-        }
         _ => {}
     }
     Ok(plan)
@@ -658,9 +657,8 @@ async fn remapped_studies(
             }
             let a = old.best(kind, text).map_err(PipelineError::Embed)?;
             let b = new.best(kind, text).map_err(PipelineError::Embed)?;
-            let key = |h: Option<cxrlake_udfs::map::Hit<'_>>| {
-                h.map(|h| (h.tag.to_string(), h.score.to_bits()))
-            };
+            let key =
+                |h: Option<cxrlake_map::Hit<'_>>| h.map(|h| (h.tag.to_string(), h.score.to_bits()));
             differs = key(a) != key(b);
         }
         if differs {
@@ -878,11 +876,10 @@ pub async fn plan(lake: &Lake, defs: &RefDefs, options: &PipelineOptions) -> Res
     let mut stages = Vec::new();
     for stage in STAGES {
         let mut decision = decide(&current, stage, &planned).await?;
-        if stage == "grade" {
-            if let Some(judged) = planned.get("judge") {
+        if stage == "grade"
+            && let Some(judged) = planned.get("judge") {
                 decision.scope.extend(judged);
             }
-        }
         planned.insert(stage, decision.scope.clone());
         stages.push(decision);
     }

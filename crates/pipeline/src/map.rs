@@ -14,8 +14,9 @@ use std::time::Instant;
 
 use cxrlake_embed::{Embedder, LexicalEmbedder, OnnxEmbedder};
 use cxrlake_lake::{Lake, StageCommit};
+use cxrlake_map::{ConceptIndex, Reference};
 use cxrlake_refdefs::RefDefs;
-use cxrlake_udfs::map::{ConceptIndex, MapObservationsFunc, MatchConceptFunc, Reference};
+use cxrlake_udfs::map::{MapObservationsFunc, MatchConceptFunc};
 use datafusion::arrow::array::{AsArray, ListArray, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float32Type};

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cxrlake_lake::Lake;
+use cxrlake_map::Reference;
+use cxrlake_qa::{Balance, Engine};
 use cxrlake_refdefs::RefDefs;
 use cxrlake_templates::Templates;
-use cxrlake_udfs::map::Reference;
-use cxrlake_udfs::qa::{Balance, Engine, GenerateQaFunc};
+use cxrlake_udfs::qa::GenerateQaFunc;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type};

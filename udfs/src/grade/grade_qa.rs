@@ -17,8 +17,8 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use cxrlake_grade::{part_rating, scene_graph_rating, text_rating};
 use cxrlake_judge::Criterion;
-use cxrlake_judge::grade::{part_rating, scene_graph_rating, text_rating};
 use cxrlake_schemas::pipeline::answer_part_fields;
 use cxrlake_schemas::quality::EXTRACTION;
 use cxrlake_schemas::rating::rating_field;

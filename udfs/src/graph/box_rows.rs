@@ -8,7 +8,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Float32Type};
 use datafusion::common::{Result, exec_datafusion_err};
 use std::sync::Arc;
 
-use super::assemble::RegionBox;
+use cxrlake_graph::RegionBox;
 
 fn column<'a>(rows: &'a StructArray, name: &str) -> Result<&'a ArrayRef> {
     rows.column_by_name(name)
@@ -92,14 +92,10 @@ pub fn region_box_rows(array: &ArrayRef) -> Result<Vec<Option<Vec<RegionBox>>>> 
     let mut missing = missing.into_iter();
     let mut all: Vec<RegionBox> = (0..rows.len())
         .map(|i| RegionBox {
-            image_id: image
-                .is_valid(i)
-                .then(|| image.value(i).to_string())
-                .unwrap_or_default(),
-            region: region
-                .is_valid(i)
-                .then(|| region.value(i).to_string())
-                .unwrap_or_default(),
+            image_id: if image
+                .is_valid(i) { image.value(i).to_string() } else { Default::default() },
+            region: if region
+                .is_valid(i) { region.value(i).to_string() } else { Default::default() },
             bboxes: bboxes(i),
             localization_reference_ids: references.next().unwrap_or_default(),
             missing_localization: missing.next().unwrap_or_default(),

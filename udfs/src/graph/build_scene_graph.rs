@@ -15,10 +15,10 @@ use datafusion::logical_expr::{
 
 use rayon::prelude::*;
 
-use super::assemble::{IndicationIn, RegionBox, assemble};
 use super::box_rows::region_box_rows;
-use crate::map::{Observation, Reference};
 use crate::rows::{decode_rows, encode_rows};
+use cxrlake_graph::{IndicationIn, RegionBox, assemble};
+use cxrlake_map::{Observation, Reference};
 
 /// The struct `build_scene_graph` returns: the `scene_graphs` columns it computes, plus the
 /// indication's `associated_obs_ids` and `answer_for_indication`.
@@ -26,8 +26,7 @@ pub fn assembled_type() -> DataType {
     let schema = scene_graphs();
     let field = |name: &str| -> Field {
         schema
-            .field_with_name(name)
-            .map(|f| f.clone())
+            .field_with_name(name).cloned()
             .unwrap_or_else(|_| text_list(name))
     };
     let indication = match schema

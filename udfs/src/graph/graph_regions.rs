@@ -12,9 +12,9 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use super::assemble::graph_regions;
-use crate::map::{Observation, Reference};
 use crate::rows::decode_rows;
+use cxrlake_graph::graph_regions;
+use cxrlake_map::{Observation, Reference};
 
 /// The `graph_regions` scalar function.
 #[derive(Debug)]

@@ -1,5 +1,5 @@
-//! Scene-graph assembly (paper 000, E.1.3 "Graph Construction" and D.1): region nodes and the
-//! region tree, relations, per-image localization, the indication node and quality.
+//! The graph stage's functions over the scene-graph assembly of crate `cxrlake-graph` (paper 000,
+//! E.1.3 "Graph Construction" and D.1).
 //!
 //! `graph_regions(observations)` lists a study's region nodes; `build_scene_graph(...)`
 //! assembles the rest. Both hold the reference lookups, identified by the refdefs fingerprint.
@@ -25,14 +25,9 @@ macro_rules! reference_identity {
 
 pub(crate) use reference_identity;
 
-mod assemble;
 mod box_rows;
 mod build_scene_graph;
 mod graph_regions;
 
-pub use assemble::{
-    Assembled, ImageLocalization, IndicationIn, KEY_REGIONS, ObservationNode, RegionBox,
-    RegionNode, assemble, graph_regions, worst_quality,
-};
 pub use build_scene_graph::{BuildSceneGraphFunc, assembled_type};
 pub use graph_regions::GraphRegionsFunc;

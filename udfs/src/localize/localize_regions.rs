@@ -24,7 +24,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use super::plan::{ImageInputs, RegionLocalization, RegionPlan};
+use cxrlake_localize::{ImageInputs, RegionLocalization, RegionPlan};
 
 /// The `localize_regions` scalar function.
 #[derive(Debug)]

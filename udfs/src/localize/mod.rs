@@ -2,7 +2,5 @@
 //! and the `localize_regions` function the `localize` stage unnests.
 
 mod localize_regions;
-pub mod plan;
 
 pub use localize_regions::LocalizeRegionsFunc;
-pub use plan::{ImageInputs, Quality, RegionLocalization, RegionPlan};

@@ -11,10 +11,8 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use super::concepts::ConceptIndex;
-use super::reference::Reference;
-use super::standardize::{RawObservation, map_study};
 use crate::rows::{decode_rows, encode_rows};
+use cxrlake_map::{ConceptIndex, RawObservation, Reference, map_study};
 
 /// `list<struct<observation tag fields…, sent_ids>>`.
 pub fn mapped_observations_type() -> DataType {

@@ -16,7 +16,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use super::concepts::{ConceptIndex, ConceptKind};
+use cxrlake_map::{ConceptIndex, ConceptKind};
 
 /// `struct<tag: utf8, score: float32>`.
 pub fn match_type() -> DataType {

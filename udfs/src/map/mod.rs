@@ -1,5 +1,4 @@
-//! Entity mapping (paper 000, E.1.3): extracted tags onto the reference definitions by
-//! embedding similarity, and the standardisation of each study's observations.
+//! The map stage's functions over the entity mapping of crate `cxrlake-map` (paper 000, E.1.3).
 //!
 //! `match_concept(text, kind)` maps one tag; `map_observations(list)` maps and standardises a
 //! study. Both hold the same [`ConceptIndex`] (embedder, threshold, reference tags), which is
@@ -26,16 +25,8 @@ macro_rules! concepts_identity {
 
 use concepts_identity;
 
-mod concepts;
 mod map_observations;
 mod match_concept;
-mod reference;
-mod standardize;
 
-pub use concepts::{ConceptIndex, ConceptKind, Hit};
 pub use map_observations::{MapObservationsFunc, mapped_observations_type};
 pub use match_concept::{MatchConceptFunc, match_type};
-pub use reference::{FindingInfo, Reference, RegionInfo};
-pub use standardize::{
-    Modifiers, ObsQuality, Observation, RawObservation, RegionRef, map_study, split_distance,
-};

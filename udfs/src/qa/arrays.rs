@@ -13,10 +13,9 @@ use datafusion::arrow::datatypes::{DataType, Field, FieldRef, Fields};
 use datafusion::common::{Result, exec_datafusion_err};
 use rayon::prelude::*;
 
-use super::engine::{AnswerPart, ModifierPair, Question, Texts, Variable};
 use super::generate_qa::generated_type;
-use super::scene::Localization;
-use crate::map::ObsQuality;
+use cxrlake_map::ObsQuality;
+use cxrlake_qa::{AnswerPart, Localization, ModifierPair, Question, Texts, Variable};
 
 /// One list of questions per study row.
 pub fn questions_array(rows: &[Vec<Question<'_>>]) -> Result<ArrayRef> {

@@ -14,9 +14,8 @@ use datafusion::logical_expr::{
 use rayon::prelude::*;
 
 use super::arrays::questions_array;
-use super::engine::{Engine, Question};
-use super::scene::{Scene, SceneGraphIn};
 use crate::rows::decode_rows;
+use cxrlake_qa::{Engine, Question, Scene, SceneGraphIn};
 
 /// `list<struct>` of the `qa` columns `generate_qa` fills: those from `question_id` to
 /// `answers`, in table order (the study keys come from `scene_graphs`, the judged columns later).

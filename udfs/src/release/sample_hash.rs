@@ -13,7 +13,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use crate::qa::unit_hash;
+use cxrlake_qa::unit_hash;
 
 /// The `sample_hash` scalar function.
 #[derive(Debug, PartialEq, Eq, Hash)]

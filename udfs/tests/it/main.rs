@@ -1,2 +1,3 @@
 mod boxes;
+mod lake;
 mod slt;

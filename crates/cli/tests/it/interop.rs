@@ -47,7 +47,11 @@ fn export(lake: &Path, query: &str, file: &Path) {
 fn duckdb_and_pandas_read_nested_answers_and_boxes() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lake_dir = dir.path().join("lake");
-    write_sample(&Lake::open_url(lake_dir.to_str().expect("utf8")).expect("open"));
+    write_sample(
+        &Lake::open_url(lake_dir.to_str().expect("utf8"))
+            .expect("open")
+            .with_session_factory(cxrlake_udfs::session_context_on),
+    );
 
     let all = dir.path().join("qa.parquet");
     export(&lake_dir, "SELECT * FROM qa", &all);
@@ -65,7 +69,9 @@ fn duckdb_and_pandas_read_nested_answers_and_boxes() {
 fn deltalake_reads_the_lake_after_a_replace_into_pandas_and_duckdb() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lake_dir = dir.path().join("lake");
-    let lake = Lake::open_url(lake_dir.to_str().expect("utf8")).expect("open");
+    let lake = Lake::open_url(lake_dir.to_str().expect("utf8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     let decode = |json: &str| {
         arrow::json::ReaderBuilder::new(cxrlake_schemas::pipeline::qa())
             .build(json.trim().as_bytes())

@@ -151,7 +151,11 @@ fn cxrlake(lake: &Path, args: &[&str]) -> std::process::Output {
 fn duckdb_pandas_and_zipfile_read_every_release_file() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lake_dir = dir.path().join("lake");
-    write_lake(&Lake::open_url(lake_dir.to_str().expect("utf8")).expect("open"));
+    write_lake(
+        &Lake::open_url(lake_dir.to_str().expect("utf8"))
+            .expect("open")
+            .with_session_factory(cxrlake_udfs::session_context_on),
+    );
     let out = dir.path().join("release");
     let output = cxrlake(
         &lake_dir,

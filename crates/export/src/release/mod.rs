@@ -488,7 +488,7 @@ async fn write_part(
 ) -> Result<PartSummary> {
     let dir = export.out_dir.join(folder);
     create_folder(&dir)?;
-    let ctx = lake.session().await?;
+    let ctx = crate::scan::session(lake).await?;
     let frontal = ScalarValue::Boolean(Some(subset.frontal_only()));
     register(&ctx, "release_images", sql::IMAGES, vec![frontal]).await?;
     register(&ctx, "image_sets", sql::IMAGE_SETS, vec![]).await?;

@@ -232,7 +232,9 @@ pub fn decode(rows: &[Value]) -> RecordBatch {
 pub async fn lake_with(rows: &[Value]) -> (TempDir, Lake) {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().join("lake");
-    let lake = Lake::open_url(root.to_str().expect("utf-8 path")).expect("open lake");
+    let lake = Lake::open_url(root.to_str().expect("utf-8 path"))
+        .expect("open lake")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     lake.init().await.expect("init");
     if !rows.is_empty() {
         lake.write("scene_graphs")

@@ -28,7 +28,9 @@ use crate::fixtures::files;
 pub async fn qa_lake(dir: &Path, studies: usize) -> Lake {
     let corpus = dir.join("corpus");
     generate(&SynthOptions::new(studies, 11, &corpus)).expect("synth");
-    let lake = Lake::open_url(dir.join("lake").to_str().expect("utf-8")).expect("open");
+    let lake = Lake::open_url(dir.join("lake").to_str().expect("utf-8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     lake.init().await.expect("init");
     ingest(&lake, &IngestOptions::new(vec![corpus]))
         .await
@@ -300,7 +302,9 @@ async fn every_study_with_questions_becomes_one_d2_file() {
     assert!(err.to_string().contains("no_such_column"), "{err}");
 
     let bare = tempfile::tempdir().expect("tempdir");
-    let lake = Lake::open_url(bare.path().to_str().expect("utf-8")).expect("open");
+    let lake = Lake::open_url(bare.path().to_str().expect("utf-8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     let err = export_qa(&lake, &QaExport::new(bare.path().join("out")))
         .await
         .expect_err("no table");

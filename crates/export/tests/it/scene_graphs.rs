@@ -247,7 +247,9 @@ async fn an_empty_or_missing_table_says_what_to_run() {
     assert!(files(&out).is_empty());
 
     let bare = tempfile::tempdir().expect("tempdir");
-    let lake = cxrlake_lake::Lake::open_url(bare.path().to_str().expect("utf-8")).expect("open");
+    let lake = cxrlake_lake::Lake::open_url(bare.path().to_str().expect("utf-8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     let err = export_scene_graphs(&lake, &SceneGraphExport::new(bare.path().join("out")))
         .await
         .expect_err("no table");

@@ -145,35 +145,6 @@ async fn append_overwrite_replace_and_time_travel() {
 }
 
 #[tokio::test]
-async fn rating_order_survives_the_delta_round_trip() {
-    let lake = Lake::open_url("memory:///lake").expect("open");
-    lake.write("qa_sample")
-        .execute(vec![batch(&[
-            ("s1", 1, "A++"),
-            ("s2", 2, "B"),
-            ("s3", 3, "A"),
-            ("s4", 4, "not rated"),
-        ])])
-        .await
-        .expect("write");
-    assert_eq!(
-        query_i64(
-            &lake,
-            "SELECT n FROM qa_sample WHERE rating >= 'A' ORDER BY rating DESC"
-        )
-        .await,
-        vec![1, 3]
-    );
-    let ctx = lake.session().await.expect("session");
-    let plan = ctx.sql("SELECT n FROM qa_sample WHERE rating > 'Q'").await;
-    let err = match plan {
-        Ok(df) => df.collect().await.expect_err("bad literal"),
-        Err(err) => err,
-    };
-    assert!(err.to_string().contains("valid ratings are"), "{err}");
-}
-
-#[tokio::test]
 async fn init_creates_every_table_and_sql_joins_them() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lake = Lake::open_url(dir.path().to_str().expect("utf8")).expect("open");

@@ -49,7 +49,9 @@ pub async fn strings(lake: &Lake, sql: &str) -> Vec<String> {
 pub async fn extracted_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
     let corpus = dir.join("corpus");
     generate(&SynthOptions::new(studies, seed, &corpus)).expect("synth");
-    let lake = Lake::open_url(dir.join("lake").to_str().expect("utf8")).expect("open");
+    let lake = Lake::open_url(dir.join("lake").to_str().expect("utf8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     lake.init().await.expect("init");
     ingest(&lake, &IngestOptions::new(vec![corpus]))
         .await
@@ -103,7 +105,9 @@ pub async fn qa_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
 
 /// An initialised lake at `dir`.
 pub async fn open_lake(dir: &Path) -> Lake {
-    let lake = Lake::open_url(dir.to_str().expect("utf8")).expect("open");
+    let lake = Lake::open_url(dir.to_str().expect("utf8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     lake.init().await.expect("init");
     lake
 }

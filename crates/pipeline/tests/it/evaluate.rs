@@ -224,7 +224,9 @@ async fn a_truth_file_written_from_the_observations_scores_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_malformed_truth_line_is_an_error_naming_file_and_line() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let lake = Lake::open_url(dir.path().join("lake").to_str().expect("utf8")).expect("open");
+    let lake = Lake::open_url(dir.path().join("lake").to_str().expect("utf8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     lake.init().await.expect("init");
     let defs = RefDefs::embedded().expect("refdefs");
     let truth = dir.path().join("ground_truth.jsonl");

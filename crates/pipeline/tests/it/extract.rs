@@ -37,7 +37,9 @@ async fn rules_backend_extracts_the_synthetic_corpus() {
     let dir = tempfile::tempdir().expect("tempdir");
     let corpus = dir.path().join("corpus");
     generate(&SynthOptions::new(30, 5, &corpus)).expect("synth");
-    let lake = Lake::open_url(dir.path().join("lake").to_str().expect("utf8")).expect("open");
+    let lake = Lake::open_url(dir.path().join("lake").to_str().expect("utf8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     lake.init().await.expect("init");
     ingest(&lake, &IngestOptions::new(vec![corpus]))
         .await
@@ -162,7 +164,9 @@ const REPORTS: [(&str, &str, &str); 3] = [
 ];
 
 async fn lake_with_reports(dir: &std::path::Path) -> Lake {
-    let lake = Lake::open_url(dir.join("lake").to_str().expect("utf8")).expect("open");
+    let lake = Lake::open_url(dir.join("lake").to_str().expect("utf8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     lake.init().await.expect("init");
     let column = |index: usize| -> ArrayRef {
         let values = REPORTS.iter().map(|r| Some([r.0, r.1, r.2][index]));
@@ -330,7 +334,9 @@ async fn child_llm_extract() {
     else {
         return;
     };
-    let lake = Lake::open_url(&root).expect("open");
+    let lake = Lake::open_url(&root)
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     let defs = RefDefs::embedded().expect("refdefs");
     let mut config = LlmConfig::new(endpoint.parse().expect("url"), "test-model");
     config.concurrency = 2;

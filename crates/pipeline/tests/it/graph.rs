@@ -202,7 +202,7 @@ async fn map_and_graph_build_consistent_scene_graphs() {
 async fn match_concept_maps_paraphrases_and_refuses_unknown_kinds() {
     let defs = RefDefs::embedded().expect("refdefs");
     let concepts = std::sync::Arc::new(
-        cxrlake_udfs::map::ConceptIndex::new(
+        cxrlake_map::ConceptIndex::new(
             &defs,
             EmbedderChoice::Lexical.load().expect("lexical"),
             0.5,
@@ -288,7 +288,7 @@ async fn onnx_embedder_maps_once_and_reuses_the_embeddings_cache() {
     assert!(first.embedder.starts_with("onnx:"), "{first}");
     assert_eq!(first.cached, 0, "{first}");
     // Every reference name and synonym plus the distinct extracted texts.
-    let references = cxrlake_udfs::map::ConceptIndex::reference_texts(&defs).len();
+    let references = cxrlake_map::ConceptIndex::reference_texts(&defs).len();
     assert!(first.embedded >= references / 2, "{first}");
     assert_eq!(
         number(&lake, "SELECT count(*) FROM embeddings").await,

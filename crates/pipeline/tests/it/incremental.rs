@@ -123,7 +123,9 @@ fn corpus(dir: &Path, studies: usize) -> PathBuf {
 
 /// A lake at `dir` with `corpus` ingested and run through every stage.
 async fn built(dir: &Path, corpus: &Path, defs: &RefDefs, options: &PipelineOptions) -> Lake {
-    let lake = Lake::open_url(dir.to_str().expect("utf8")).expect("open");
+    let lake = Lake::open_url(dir.to_str().expect("utf8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     lake.init().await.expect("init");
     ingest(&lake, &IngestOptions::new(vec![corpus.to_path_buf()]))
         .await
@@ -269,7 +271,9 @@ async fn incremental_run_equals_full_rebuild_for_every_edit() {
         }
         let incremental_dir = case.join("incremental");
         copy_dir(&base_dir, &incremental_dir);
-        let lake = Lake::open_url(incremental_dir.to_str().expect("utf8")).expect("open");
+        let lake = Lake::open_url(incremental_dir.to_str().expect("utf8"))
+            .expect("open")
+            .with_session_factory(cxrlake_udfs::session_context_on);
         let plan = incremental::plan(&lake, &new_defs, &new_options)
             .await
             .expect("plan");
@@ -328,7 +332,9 @@ async fn editing_a_judge_prompt_rejudges_that_criterion_only() {
     edited.judge.prompts = Some(prompts);
     let incremental_dir = dir.path().join("incremental");
     copy_dir(&base_dir, &incremental_dir);
-    let lake = Lake::open_url(incremental_dir.to_str().expect("utf8")).expect("open");
+    let lake = Lake::open_url(incremental_dir.to_str().expect("utf8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     let record = incremental::run(&lake, &defs, &edited)
         .await
         .expect("incremental run");

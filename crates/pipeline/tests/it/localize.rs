@@ -35,7 +35,9 @@ async fn synthetic_corpus_is_localized() {
     let dir = tempfile::tempdir().expect("tempdir");
     let corpus = dir.path().join("corpus");
     generate(&SynthOptions::new(40, 11, &corpus)).expect("synth");
-    let lake = Lake::open_url(dir.path().join("lake").to_str().expect("utf8")).expect("open");
+    let lake = Lake::open_url(dir.path().join("lake").to_str().expect("utf8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
     lake.init().await.expect("init");
     let summary = ingest(&lake, &IngestOptions::new(vec![corpus]))
         .await

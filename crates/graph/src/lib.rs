@@ -19,7 +19,7 @@ use std::collections::{BTreeSet, HashMap};
 use cxrlake_refdefs::Laterality;
 use serde::{Deserialize, Serialize};
 
-use crate::map::{ObsQuality, Observation, Reference};
+use cxrlake_map::{ObsQuality, Observation, Reference};
 
 /// Regions that every scene graph has a node for (when the reference defines them).
 pub const KEY_REGIONS: [&str; 5] = ["lungs", "left lung", "right lung", "heart", "mediastinum"];
@@ -513,8 +513,8 @@ pub fn assemble(
             let Some(info) = reference.region(&r.region) else {
                 continue;
             };
-            if let Some(bilateral) = info.bilateral.as_deref() {
-                if seen.insert(bilateral) {
+            if let Some(bilateral) = info.bilateral.as_deref()
+                && seen.insert(bilateral) {
                     located_at.push(LocatedAt {
                         obs_id: o.obs_id.clone(),
                         region: bilateral.to_string(),
@@ -522,7 +522,6 @@ pub fn assemble(
                         where_specified: "bilateral",
                     });
                 }
-            }
             for ancestor in &info.ancestors {
                 if seen.insert(ancestor) {
                     located_at.push(LocatedAt {

@@ -14,10 +14,13 @@ use cxrlake_templates::{
     AnswerType, FindingKind, Part, RegionSet, Strategy, Subset, Template, Templates, Test, When,
 };
 
-use super::balance::{Balance, unit_hash};
-use super::scene::{Localization, Obs, ObsKind, Scene};
-use crate::graph::worst_quality;
-use crate::map::{ObsQuality, Reference, RegionRef};
+use crate::balance::{Balance, unit_hash};
+use crate::scene::{Localization, Obs, ObsKind, Scene};
+use cxrlake_graph::worst_quality;
+use cxrlake_map::{ObsQuality, Reference, RegionRef};
+
+/// A predicate over observations, naming a related subset.
+type ObsFilter<'a> = &'a dyn Fn(&Obs) -> bool;
 
 /// `{name, value_json}` of `qa.variables`.
 #[derive(Debug, Clone, PartialEq)]
@@ -509,7 +512,7 @@ impl Engine {
                 let has =
                     |o: &Obs, names: &[String]| o.obs_entities.iter().any(|e| names.contains(e));
                 let mut used = main.clone();
-                let related: [(Subset, &dyn Fn(&Obs) -> bool); 5] = [
+                let related: [(Subset, ObsFilter<'_>); 5] = [
                     (Subset::ParentFindings, &|o| has(o, parents)),
                     (Subset::Indications, &|o| has(o, indicates)),
                     (Subset::IndicativeOf, &|o| has(o, indicated_by)),

@@ -252,13 +252,11 @@ impl ConceptIndex {
         if self.embedder.is_cheap() {
             return;
         }
-        if let Ok(mut vectors) = self.vectors.write() {
-            if vectors.insert(text.to_string(), vector.to_vec()).is_none() {
-                if let Ok(mut computed) = self.computed.write() {
+        if let Ok(mut vectors) = self.vectors.write()
+            && vectors.insert(text.to_string(), vector.to_vec()).is_none()
+                && let Ok(mut computed) = self.computed.write() {
                     computed.push(text.to_string());
                 }
-            }
-        }
     }
 
     /// Embeds, in batches, the `texts` not embedded yet (for model embedders, whose batches are

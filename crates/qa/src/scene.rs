@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use serde::Deserialize;
 
-use crate::map::{Modifiers, ObsQuality, RegionRef};
+use cxrlake_map::{Modifiers, ObsQuality, RegionRef};
 
 /// One image's localization of a node (D.1), read and written unchanged.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]

@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 use cxrlake_embed::{EmbedError, normalize_text};
 use cxrlake_refdefs::Laterality;
 
-use super::concepts::{ConceptIndex, ConceptKind};
-use super::reference::Reference;
+use crate::concepts::{ConceptIndex, ConceptKind};
+use crate::reference::Reference;
 
 /// One row of `observations_raw`, as `map_observations` receives it.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -487,19 +487,17 @@ fn map_one(
         }
         let mut best: Option<(&str, f32)> = None;
         for candidate in &candidates {
-            if let Some(hit) = concepts.best(ConceptKind::Finding, candidate)? {
-                if best.is_none_or(|(_, s)| hit.score > s) {
+            if let Some(hit) = concepts.best(ConceptKind::Finding, candidate)?
+                && best.is_none_or(|(_, s)| hit.score > s) {
                     best = Some((hit.tag, hit.score));
                 }
-            }
         }
-        if best.is_none() {
-            if let Some(summary) = summary {
+        if best.is_none()
+            && let Some(summary) = summary {
                 best = concepts
                     .best(ConceptKind::Finding, summary)?
                     .map(|h| (h.tag, h.score));
             }
-        }
         match best {
             Some((tag, _)) => push_unique(&mut obs_entities, tag),
             None => push_unique(&mut non_resolved_obs_entities, part),
@@ -674,8 +672,8 @@ fn map_one(
             }?;
             Some((other.to_string(), info.bilateral.clone()?))
         });
-        if let Some((other, bilateral)) = pair {
-            if let Some(existing) = merged.iter_mut().find(|m| m.region == other) {
+        if let Some((other, bilateral)) = pair
+            && let Some(existing) = merged.iter_mut().find(|m| m.region == other) {
                 existing.region = bilateral;
                 for d in r.distances {
                     push_unique(&mut existing.distances, &d);
@@ -683,7 +681,6 @@ fn map_one(
                 issue = issue.max(Issue::Fixable);
                 continue;
             }
-        }
         match merged.iter_mut().find(|m| m.region == r.region) {
             Some(existing) => r
                 .distances
