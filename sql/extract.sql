@@ -17,15 +17,8 @@ SELECT patient_id, study_id, extract_sentences(text) AS r
 FROM reports
 
 -- @table sentences
-SELECT patient_id,
-       study_id,
-       s['sent_id'] AS sent_id,
-       s['section'] AS section,
-       s['section_type'] AS section_type,
-       s['sentence'] AS sentence,
-       s['merge_with'] AS merge_with,
-       s['cluster_id'] AS cluster_id,
-       $extractor AS extractor
+-- unnest(s) flattens each sentence node into the table's columns.
+SELECT patient_id, study_id, $extractor AS extractor, unnest(s)
 FROM (SELECT patient_id, study_id, unnest(r['sentences']) AS s FROM extracted_sentences)
 
 -- @step clusters
@@ -60,22 +53,19 @@ numbered AS (
 )
 SELECT patient_id,
        study_id,
-       CASE WHEN o['child'] = 0 THEN top_id
-            ELSE top_id || '.' || lpad(CAST(o['child'] AS VARCHAR), 2, '0') END AS obs_id,
-       CASE WHEN o['child'] = 0 THEN NULL ELSE top_id END AS parent_obs_id,
-       o['child_type'] AS child_type,
+       obs_id,
+       parent_obs_id,
        cluster_id,
-       o['name'] AS name,
-       o['entity'] AS entity,
-       o['probability'] AS probability,
-       o['change'] AS change,
-       o['summary_sentence'] AS summary_sentence,
-       o['change_sentence'] AS change_sentence,
-       o['regions'] AS regions,
-       o['modifiers'] AS modifiers,
        sent_ids,
-       $extractor AS extractor
-FROM numbered
+       $extractor AS extractor,
+       unnest(o)
+FROM (
+    SELECT *,
+           CASE WHEN o['child'] = 0 THEN top_id
+                ELSE top_id || '.' || lpad(CAST(o['child'] AS VARCHAR), 2, '0') END AS obs_id,
+           CASE WHEN o['child'] = 0 THEN NULL ELSE top_id END AS parent_obs_id
+    FROM numbered
+)
 
 -- @step indication_inputs
 -- The INDICATION text of each study with its FINDINGS/IMPRESSION sentences and their ids.
@@ -99,29 +89,33 @@ SELECT patient_id,
 FROM indication_inputs
 
 -- @table indications
+-- unnest(r) flattens the indication node; two fields are named as listing 5 names them.
 SELECT patient_id,
        study_id,
-       r['indication_summary'] AS indication_summary,
-       r['patient_info'] AS patient_info,
-       r['indication'] AS indication,
-       r['evaluation'] AS evaluation,
-       r['associated_findings'] AS associated_sentence_ids,
-       r['answer_for_indication'] AS answer_for_indication,
-       r['error'] AS parse_error,
-       $extractor AS extractor
-FROM extracted_indications
-WHERE r['indication_summary'] IS NOT NULL
-   OR r['indication'] IS NOT NULL
-   OR r['error'] IS NOT NULL
+       associated_sentence_ids,
+       parse_error,
+       $extractor AS extractor,
+       unnest(r)
+FROM (
+    SELECT patient_id,
+           study_id,
+           r,
+           r['associated_findings'] AS associated_sentence_ids,
+           r['error'] AS parse_error
+    FROM extracted_indications
+    WHERE r['indication_summary'] IS NOT NULL
+       OR r['indication'] IS NOT NULL
+       OR r['error'] IS NOT NULL
+)
 
 -- @table quarantine
 -- Outputs that could not be parsed (with the output) and calls that failed; earlier extract
 -- rows are replaced, other stages' rows kept. A scoped run ($full false) replaces only the rows
--- of the studies in extract_scope (the location starts with the study id).
+-- of the studies in run_scope (the location starts with the study id).
 SELECT stage, source, location, reason, raw, recorded_at
 FROM quarantine
 WHERE stage <> 'extract'
-   OR (NOT $full AND split_part(location, '/', 1) NOT IN (SELECT study_id FROM extract_scope))
+   OR (NOT $full AND split_part(location, '/', 1) NOT IN (SELECT study_id FROM run_scope))
 UNION ALL
 SELECT 'extract', 'llm:sentences', study_id, r['error'], CAST(r['raw'] AS BYTEA), now()
 FROM extracted_sentences

@@ -110,27 +110,24 @@ WITH built AS (
     LEFT JOIN study_boxes b ON b.study_id = o.study_id
     LEFT JOIN study_images im ON im.study_id = o.study_id
 )
-SELECT patient_id,
-       study_id,
-       sentences,
-       g['observations'] AS observations,
-       g['top_level_obs_ids'] AS top_level_obs_ids,
-       g['regions'] AS regions,
-       CASE WHEN has_indication THEN
-           named_struct('indication_summary', indication_summary,
-                        'patient_info', patient_info,
-                        'indication', indication,
-                        'evaluation', evaluation,
-                        'associated_sentence_ids', associated_sentence_ids,
-                        'associated_obs_ids', g['associated_obs_ids'],
-                        'answer_for_indication', g['answer_for_indication'])
-       END AS indication,
-       g['located_at_relations'] AS located_at_relations,
-       g['obs_relations'] AS obs_relations,
-       g['obs_sent_relations'] AS obs_sent_relations,
-       g['region_region_relations'] AS region_region_relations,
-       g['study_quality'] AS study_quality,
-       g['study_img_localization_quality'] AS study_img_localization_quality,
-       extractor,
-       coalesce(embedder, $embedder) AS embedder
-FROM built
+-- unnest(g) flattens the assembled graph into the table's columns; the indication node joins
+-- the indications row with the observations the assembly associated with it.
+SELECT patient_id, study_id, sentences, indication, extractor, embedder, unnest(g)
+FROM (
+    SELECT patient_id,
+           study_id,
+           sentences,
+           CASE WHEN has_indication THEN
+               named_struct('indication_summary', indication_summary,
+                            'patient_info', patient_info,
+                            'indication', indication,
+                            'evaluation', evaluation,
+                            'associated_sentence_ids', associated_sentence_ids,
+                            'associated_obs_ids', g['associated_obs_ids'],
+                            'answer_for_indication', g['answer_for_indication'])
+           END AS indication,
+           extractor,
+           coalesce(embedder, $embedder) AS embedder,
+           g
+    FROM built
+)

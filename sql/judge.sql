@@ -31,10 +31,6 @@ WHERE j.content_hash IS NULL
 GROUP BY r.criterion, r.content_hash
 
 -- @table qa_judgements
-SELECT $judge AS judge,
-       criterion,
-       content_hash,
-       v['levels'] AS levels,
-       v['explanation'] AS explanation,
-       v['error'] AS error
+-- unnest(v) flattens each verdict into levels, explanation and error.
+SELECT $judge AS judge, criterion, content_hash, unnest(v)
 FROM (SELECT criterion, content_hash, judge_verdict(criterion, input, parts) AS v FROM pending)

@@ -26,14 +26,6 @@ located AS (
     LEFT JOIN masks m ON m.image_id = i.image_id
     LEFT JOIN boxes b ON b.image_id = i.image_id
 )
-SELECT patient_id,
-       image_id,
-       study_id,
-       r['region'] AS region,
-       r['bboxes'] AS bboxes,
-       r['localization_reference_ids'] AS localization_reference_ids,
-       r['is_fallback'] AS is_fallback,
-       r['missing_localization'] AS missing_localization,
-       r['localization_quality'] AS localization_quality,
-       r['recipe'] AS recipe
+-- unnest(r) flattens each localized region into the table's columns.
+SELECT patient_id, image_id, study_id, unnest(r)
 FROM located

@@ -39,35 +39,9 @@ FROM observations_raw
 GROUP BY patient_id, study_id
 
 -- @table observations
-WITH mapped AS (
+-- unnest(o) flattens each mapped observation into the table's columns.
+SELECT patient_id, study_id, extractor, $embedder AS embedder, unnest(o)
+FROM (
     SELECT patient_id, study_id, extractor, unnest(map_observations(raw)) AS o
     FROM studies
 )
-SELECT patient_id,
-       study_id,
-       o['obs_id'] AS obs_id,
-       o['summary_sentence'] AS summary_sentence,
-       o['name'] AS name,
-       o['child_level'] AS child_level,
-       o['child_type'] AS child_type,
-       o['regions'] AS regions,
-       o['non_resolved_regions'] AS non_resolved_regions,
-       o['laterality'] AS laterality,
-       o['default_regions'] AS default_regions,
-       o['obs_entities'] AS obs_entities,
-       o['obs_entities_parents'] AS obs_entities_parents,
-       o['non_resolved_obs_entities'] AS non_resolved_obs_entities,
-       o['obs_categories'] AS obs_categories,
-       o['obs_subcategories'] AS obs_subcategories,
-       o['probability'] AS probability,
-       o['certainty'] AS certainty,
-       o['positiveness'] AS positiveness,
-       o['modifiers'] AS modifiers,
-       o['change_sentence'] AS change_sentence,
-       o['changes'] AS changes,
-       o['from_report'] AS from_report,
-       o['obs_quality'] AS obs_quality,
-       o['sent_ids'] AS sent_ids,
-       extractor,
-       $embedder AS embedder
-FROM mapped

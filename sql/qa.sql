@@ -7,21 +7,8 @@
 -- holds ~280 questions per study.
 
 -- @table qa
-SELECT patient_id,
-       study_id,
-       q['question_id'] AS question_id,
-       q['question_type'] AS question_type,
-       q['question_strategy'] AS question_strategy,
-       q['variables'] AS variables,
-       q['obs_ids'] AS obs_ids,
-       q['contains_report_answers'] AS contains_report_answers,
-       q['contains_template_answers'] AS contains_template_answers,
-       q['extraction_quality'] AS extraction_quality,
-       q['question_img_localization_quality'] AS question_img_localization_quality,
-       q['question'] AS question,
-       q['answers'] AS answers,
-       extractor,
-       embedder
+-- unnest(q) flattens each generated question into the table's columns.
+SELECT patient_id, study_id, extractor, embedder, unnest(q)
 FROM (
     SELECT patient_id,
            study_id,

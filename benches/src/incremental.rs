@@ -23,12 +23,12 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
 
-use cxrlake_benches::{bench_dir, env_number, init_logging};
+use cxrlake_benches::{bench_dir, env_number, init_logging, pipeline};
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
-use cxrlake_pipeline::incremental::{self, PipelineOptions};
+use cxrlake_pipeline::Plan;
 use cxrlake_pipeline::scope::{StudyDigests, study_digests};
-use cxrlake_refdefs::{RefDefs, Sources};
+use cxrlake_refdefs::RefDefs;
 use cxrlake_synth::{SynthOptions, generate};
 
 /// The per-study tables the stages write.
@@ -57,10 +57,8 @@ async fn main() {
     let (_temp, root) = bench_dir("INCREMENTAL_BENCH_DIR");
     let base_dir = root.join("base");
     let defs = RefDefs::embedded().expect("refdefs");
-    let edited = edited(&defs);
-    let options = PipelineOptions::default();
-    let mut full = options.clone();
-    full.full = true;
+    let edited = edited(&defs, &root.join("refdefs-edited"));
+    let edited = [("refdefs", edited.as_str())];
 
     let reuse = std::env::var_os("INCREMENTAL_BENCH_REUSE").is_some();
     if !reuse || !base_dir.exists() {
@@ -75,9 +73,7 @@ async fn main() {
             .await
             .expect("ingest");
         let started = Instant::now();
-        let record = incremental::run(&lake, &defs, &full)
-            .await
-            .expect("full run");
+        let record = run(&lake, &[], true).await;
         println!(
             "full run (old definitions): {:.1} s\n{record}",
             started.elapsed().as_secs_f64()
@@ -89,14 +85,14 @@ async fn main() {
     link_tree(&base_dir, &work_dir);
     let lake = open(&work_dir);
     let started = Instant::now();
-    let plan = incremental::plan(&lake, &edited, &options)
+    let plan = pipeline(&lake, &edited)
+        .await
+        .plan(false)
         .await
         .expect("plan");
     println!("plan: {:.2} s\n{plan}", started.elapsed().as_secs_f64());
     let started = Instant::now();
-    let record = incremental::run(&lake, &edited, &options)
-        .await
-        .expect("incremental run");
+    let record = run(&lake, &edited, false).await;
     let incremental_s = started.elapsed().as_secs_f64();
     println!("incremental run: {incremental_s:.2} s\n{record}");
     let after = digests(&lake).await;
@@ -105,9 +101,7 @@ async fn main() {
         return;
     }
     let started = Instant::now();
-    let rebuilt = incremental::run(&lake, &edited, &full)
-        .await
-        .expect("full rebuild");
+    let rebuilt = run(&lake, &edited, true).await;
     let full_s = started.elapsed().as_secs_f64();
     println!("full rebuild (new definitions): {full_s:.2} s\n{rebuilt}");
     let rebuilt_digests = digests(&lake).await;
@@ -127,29 +121,33 @@ async fn main() {
     );
 }
 
-/// The embedded definitions with [`EDIT`] applied.
-fn edited(defs: &RefDefs) -> RefDefs {
+/// A `cxrlake run` (`full`: `--full`) with these settings.
+async fn run(lake: &Lake, settings: &[(&str, &str)], full: bool) -> Plan {
+    pipeline(lake, settings)
+        .await
+        .run(full, &mut |_| {})
+        .await
+        .expect("run")
+}
+
+/// The embedded definitions with [`EDIT`] applied, written to `dir`; its path.
+fn edited(defs: &RefDefs, dir: &Path) -> String {
     let (file, old, new) = EDIT;
-    let texts: Vec<(String, String)> = defs
-        .sources()
-        .texts()
-        .into_iter()
-        .map(|(name, text)| {
-            if name != file {
-                return (name, text);
-            }
+    std::fs::create_dir_all(dir).expect("mkdir");
+    for (name, text) in defs.sources().texts() {
+        let text = if name == file {
             assert!(text.contains(old), "{file} does not contain {old}");
-            let text = text.replacen(old, new, 1);
-            (name, text)
-        })
-        .collect();
-    RefDefs::from_sources(Sources::from_texts(&texts).expect("sources")).expect("edited refdefs")
+            text.replacen(old, new, 1)
+        } else {
+            text
+        };
+        std::fs::write(dir.join(&name), text).expect("write refdefs");
+    }
+    dir.display().to_string()
 }
 
 fn open(dir: &Path) -> Lake {
-    Lake::open_url(dir.to_str().expect("utf8"))
-        .expect("open")
-        .with_session_factory(cxrlake_udfs::session_context_on)
+    Lake::open_url(dir.to_str().expect("utf8")).expect("open")
 }
 
 /// A copy of `from` at `to` made of hard links (Delta never rewrites a file in place).

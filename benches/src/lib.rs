@@ -52,3 +52,24 @@ pub async fn median_seconds(ctx: &SessionContext, sql: &str, runs: usize) -> f64
     times.sort_by(f64::total_cmp);
     times[times.len() / 2]
 }
+
+/// A pipeline over `lake` with these settings (`(key, value)`, as flags).
+pub async fn pipeline(
+    lake: &cxrlake_lake::Lake,
+    settings: &[(&str, &str)],
+) -> cxrlake_pipeline::Pipeline {
+    let mut builder = cxrlake_pipeline::Pipeline::builder(lake.clone());
+    for (key, value) in settings {
+        builder = builder.set(key, value).expect("setting");
+    }
+    builder.open().await.expect("pipeline")
+}
+
+/// Runs stage `name` over every study with the default settings.
+pub async fn run_stage(lake: &cxrlake_lake::Lake, name: &str) -> cxrlake_pipeline::StageReport {
+    pipeline(lake, &[])
+        .await
+        .run_stage(name, cxrlake_pipeline::RunMode::Write)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}

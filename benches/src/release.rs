@@ -20,20 +20,14 @@ use std::time::Instant;
 use arrow::array::{ArrayRef, AsArray, Int8Array, RecordBatch, StringArray};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float64Type};
-use cxrlake_benches::{bench_dir, env_number, init_logging};
+use cxrlake_benches::{bench_dir, env_number, init_logging, run_stage};
 use cxrlake_export::release::{portable_batch, portable_schema};
 use cxrlake_export::{ReleaseExport, ReleaseFormat, Subset, export_release};
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
-use cxrlake_pipeline::extract::ExtractOptions;
-use cxrlake_pipeline::graph::GraphOptions;
-use cxrlake_pipeline::localize::LocalizeOptions;
-use cxrlake_pipeline::map::MapOptions;
-use cxrlake_pipeline::qa::QaOptions;
 use cxrlake_refdefs::RefDefs;
 use cxrlake_schemas::Rating;
 use cxrlake_synth::{SynthOptions, generate};
-use cxrlake_templates::Templates;
 
 #[tokio::main]
 #[allow(clippy::print_stdout)]
@@ -113,25 +107,12 @@ async fn build_lake(lake: &Lake, corpus: &Path, studies: usize) {
         .await
         .expect("ingest");
     let defs = RefDefs::embedded().expect("refdefs");
-    cxrlake_pipeline::extract::run(lake, &defs, &ExtractOptions::default())
+    cxrlake_pipeline::refdefs::load_reference_tables(lake, &defs)
         .await
-        .expect("extract");
-    cxrlake_pipeline::localize::run(lake, &defs, &LocalizeOptions::default())
-        .await
-        .expect("localize");
-    cxrlake_pipeline::map::run(lake, &defs, &MapOptions::default())
-        .await
-        .expect("map");
-    cxrlake_pipeline::graph::run(lake, &defs, &GraphOptions::default())
-        .await
-        .expect("graph");
-    let templates = Templates::embedded(&defs).expect("templates");
-    cxrlake_pipeline::balance::run(lake, &templates)
-        .await
-        .expect("balance");
-    cxrlake_pipeline::qa::run(lake, &defs, &QaOptions::default())
-        .await
-        .expect("qa");
+        .expect("ref tables");
+    for stage in ["extract", "localize", "map", "graph", "balance", "qa"] {
+        run_stage(lake, stage).await;
+    }
 }
 
 /// `column` with `suffix` appended to every value.

@@ -13,20 +13,10 @@
 
 use std::time::Instant;
 
-use cxrlake_benches::{bench_dir, env_number, init_logging};
+use cxrlake_benches::{bench_dir, env_number, init_logging, run_stage};
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
-use cxrlake_pipeline::balance;
-use cxrlake_pipeline::extract::{self, ExtractOptions};
-use cxrlake_pipeline::grade;
-use cxrlake_pipeline::graph::{self, GraphOptions};
-use cxrlake_pipeline::judge::{self, JudgeOptions};
-use cxrlake_pipeline::localize::{LocalizeOptions, run};
-use cxrlake_pipeline::map::{self, MapOptions};
-use cxrlake_pipeline::qa::{self, QaOptions};
-use cxrlake_refdefs::RefDefs;
 use cxrlake_synth::{SynthOptions, generate};
-use cxrlake_templates::Templates;
 
 #[tokio::main]
 #[allow(clippy::print_stdout)]
@@ -39,26 +29,17 @@ async fn main() {
     let (_temp, root) = bench_dir("STAGES_BENCH_DIR");
     let corpus = root.join("corpus");
     let lake_dir = root.join("lake");
-    let defs = RefDefs::embedded().expect("refdefs");
-    let lake = Lake::open_url(lake_dir.to_str().expect("utf8"))
-        .expect("open")
-        .with_session_factory(cxrlake_udfs::session_context_on);
+    let lake = Lake::open_url(lake_dir.to_str().expect("utf8")).expect("open");
     if std::env::var_os("STAGES_BENCH_REUSE").is_none() || !lake_dir.exists() {
-        build_extracted_lake(&lake, &defs, &corpus, studies).await;
+        build_extracted_lake(&lake, &corpus, studies).await;
     }
     for round in ["cold", "warm"] {
         let started = Instant::now();
         if runs("map") {
-            let mapped = map::run(&lake, &defs, &MapOptions::default())
-                .await
-                .expect("map");
-            println!("{mapped}");
+            println!("{}", run_stage(&lake, "map").await);
         }
         if runs("graph") {
-            let built = graph::run(&lake, &defs, &GraphOptions::default())
-                .await
-                .expect("graph");
-            println!("{built}");
+            println!("{}", run_stage(&lake, "graph").await);
         }
         let seconds = started.elapsed().as_secs_f64();
         if runs("map") && runs("graph") {
@@ -70,46 +51,35 @@ async fn main() {
     }
     if runs("qa") {
         let started = Instant::now();
-        let templates = Templates::embedded(&defs).expect("templates");
-        let balanced = balance::run(&lake, &templates).await.expect("balance");
-        println!("{balanced}");
-        let generated = qa::run(&lake, &defs, &QaOptions::default())
-            .await
-            .expect("qa");
+        println!("{}", run_stage(&lake, "balance").await);
+        let generated = run_stage(&lake, "qa").await;
         println!("{generated}");
         let seconds = started.elapsed().as_secs_f64();
+        let questions = generated.rows("qa");
         println!(
-            "balance+qa {} QA pairs: {seconds:.2} s ({:.0} QA pairs/s)",
-            generated.questions,
-            generated.questions as f64 / seconds
+            "balance+qa {questions} QA pairs: {seconds:.2} s ({:.0} QA pairs/s)",
+            questions as f64 / seconds
         );
     }
     if runs("judge") {
-        let options = JudgeOptions::default();
         let started = Instant::now();
-        let judged = judge::run(&lake, &options).await.expect("judge");
-        println!("{judged}");
+        println!("{}", run_stage(&lake, "judge").await);
         let judge_s = started.elapsed().as_secs_f64();
-        let graded = grade::run(&lake, &options).await.expect("grade");
+        let graded = run_stage(&lake, "grade").await;
         println!("{graded}");
         let seconds = started.elapsed().as_secs_f64();
+        let questions = graded.rows("qa");
         println!(
-            "judge+grade {} QA pairs: judge {judge_s:.2} s, grade {:.2} s ({:.0} QA pairs/s)",
-            graded.questions,
+            "judge+grade {questions} QA pairs: judge {judge_s:.2} s, grade {:.2} s ({:.0} QA pairs/s)",
             seconds - judge_s,
-            graded.questions as f64 / seconds
+            questions as f64 / seconds
         );
     }
 }
 
 /// synth → ingest → localize → extract (rules backend), each timed.
 #[allow(clippy::print_stdout)]
-async fn build_extracted_lake(
-    lake: &Lake,
-    defs: &RefDefs,
-    corpus: &std::path::Path,
-    studies: usize,
-) {
+async fn build_extracted_lake(lake: &Lake, corpus: &std::path::Path, studies: usize) {
     let started = Instant::now();
     let synth = generate(&SynthOptions::new(studies, 0, corpus)).expect("synth");
     let synth_s = started.elapsed().as_secs_f64();
@@ -132,13 +102,10 @@ async fn build_extracted_lake(
         studies as f64 / ingest_s
     );
 
-    let localized = run(lake, defs, &LocalizeOptions::default())
+    let defs = cxrlake_refdefs::RefDefs::embedded().expect("refdefs");
+    cxrlake_pipeline::refdefs::load_reference_tables(lake, &defs)
         .await
-        .expect("localize");
-    println!("{localized}");
-
-    let extracted = extract::run(lake, defs, &ExtractOptions::default())
-        .await
-        .expect("extract");
-    println!("{extracted}");
+        .expect("ref tables");
+    println!("{}", run_stage(lake, "localize").await);
+    println!("{}", run_stage(lake, "extract").await);
 }

@@ -107,7 +107,8 @@ async fn main() {
     let images = count(&ctx, "SELECT count(*) FROM images").await;
     let plan = format!(
         "SELECT count(*) FROM ({})",
-        cxrlake_pipeline::localize::SQL
+        cxrlake_pipeline::localize::DEF
+            .sql
             .trim_end()
             .trim_end_matches(';')
     );

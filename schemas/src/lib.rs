@@ -3,6 +3,7 @@
 //! Field names and enumerations follow appendix D of paper 000; `schemas/README.md` explains each
 //! table, its key and each encoding choice. All code builds its batches against these schemas.
 
+pub mod config;
 pub mod pipeline;
 pub mod quality;
 pub mod rating;
@@ -214,6 +215,14 @@ pub const TABLES: &[TableDef] = &[
         deletion_vectors: false,
         doc: "judge verdicts, content-addressed: one per distinct input of a criterion",
         schema: pipeline::qa_judgements,
+    },
+    TableDef {
+        name: "runs",
+        key: &["run_id"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "one row per pipeline run: its command, stages and resolved settings",
+        schema: pipeline::runs,
     },
 ];
 

@@ -304,3 +304,21 @@ pub fn qa_judgements() -> SchemaRef {
         text("error"),
     ]))
 }
+
+/// `runs`: one row per `cxrlake run` (key: run_id): the command, the stages it ran and every
+/// resolved `cxrlake.*` setting with its source (`default`, `lake`, `file`, `env`, `flag`,
+/// `sql`). A plain `cxrlake run` reuses the result-changing settings of the newest row.
+pub fn runs() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        key("run_id"),
+        Field::new(
+            "started_at",
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            false,
+        ),
+        text("command"),
+        text_list("stages"),
+        struct_list("settings", vec![key("key"), text("value"), text("source")]),
+        text("cxrlake_version"),
+    ]))
+}

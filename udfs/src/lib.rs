@@ -50,6 +50,8 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(boxes::BoxIouFunc::new())),
         Arc::new(ScalarUDF::from(boxes::BoxIopFunc::new())),
         Arc::new(ScalarUDF::from(boxes::BoxIotFunc::new())),
+        Arc::new(ScalarUDF::from(map::MapTextsFunc::new())),
+        Arc::new(ScalarUDF::from(map::MatchConceptFunc::from_settings())),
     ]
 }
 

@@ -27,7 +27,8 @@ pub struct Cli {
     /// Set a configuration key for this run, e.g. --set seed=7 (repeatable)
     #[arg(long = "set", global = true, value_name = "KEY=VALUE")]
     pub overrides: Vec<String>,
-    /// More log output (-v info, -vv debug)
+    /// More log output (-v: cxrlake's stages and statements; -vv: everything, dependencies
+    /// included)
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// Only errors
@@ -36,33 +37,6 @@ pub struct Cli {
     /// The command to run
     #[command(subcommand)]
     pub command: Command,
-}
-
-/// Pipeline stages `cxrlake run` can run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Stage {
-    /// region_boxes from images, cxas_masks and imagenome_boxes (sql/localize.sql)
-    Localize,
-    /// sentences, observations_raw and indications from reports (sql/extract.sql); rules
-    /// backend unless an LLM endpoint is given
-    Extract,
-    /// observations from observations_raw: tags mapped onto the reference definitions
-    /// (sql/map.sql); lexical embedder unless --embedder onnx
-    Map,
-    /// scene_graphs, one nested row per study (sql/graph.sql)
-    Graph,
-    /// qa_balance: positive/negative mentions per region and finding, QA sampling
-    /// probabilities, correlated findings (sql/balance.sql)
-    Balance,
-    /// qa, question-answer pairs from the scene graphs with the templates/ folder
-    /// (sql/qa.sql); needs qa_balance
-    Qa,
-    /// qa_judgements: the five text criteria of every QA pair, each distinct input judged once
-    /// (sql/judge.sql); heuristic judge unless an LLM endpoint is given
-    Judge,
-    /// qa rewritten with ratings from qa_judgements and the scene-graph quality
-    /// (sql/grade.sql); takes the judge flags of the judge run
-    Grade,
 }
 
 /// `cxrlake` commands.
@@ -85,19 +59,22 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         out: Option<PathBuf>,
     },
-    /// Show the lake, its format version, the last commit of every table and which stages are
-    /// stale for the given definitions, and why
+    /// Show the lake, its format version, the last commit of every table, the settings of its
+    /// last run and which stages are stale (with these settings), and why
     Status {
-        /// The definitions to compare with [default: the embedded ones]
+        /// Settings to compare with [default: the lake's stored ones]
         #[command(flatten)]
-        defs: DefinitionArgs,
+        settings: SettingsArgs,
     },
     /// Print what `cxrlake run` would recompute (stages, studies, QA pairs, LLM calls) and why,
     /// without running anything
     Plan {
-        /// The definitions to compare with [default: the embedded ones]
+        /// Plan a rebuild of every stage over all studies
+        #[arg(long)]
+        full: bool,
+        /// Settings to plan with [default: the lake's stored ones]
         #[command(flatten)]
-        defs: DefinitionArgs,
+        settings: SettingsArgs,
     },
     /// Write a synthetic MIMIC-format corpus (reports, JPG CSVs, ImaGenome boxes, CXAS masks,
     /// ground truth), deterministic for a seed
@@ -131,29 +108,22 @@ pub enum Command {
         #[arg(long, default_value_t = 10_000)]
         chunk_studies: usize,
     },
-    /// Run a pipeline stage over the lake (stage name = SQL file in sql/); without a stage, every
-    /// stage from localize to grade, recomputing only what changed since its last run
+    /// Run a pipeline stage over the lake (stage name = SQL file in sql/: localize, extract, map,
+    /// graph, balance, qa, judge, grade); without a stage, every stage, recomputing only what
+    /// changed since its last run. Settings not given are the lake's stored ones
     Run {
         /// The stage [default: all stages, incremental]
-        #[arg(value_enum)]
-        stage: Option<Stage>,
+        stage: Option<String>,
         /// Without a stage: rebuild every stage over all studies
         #[arg(long)]
         full: bool,
-        /// localize: boxes smaller than this many square pixels are dropped
-        #[arg(long, default_value_t = 16.0)]
-        min_area: f64,
-        /// Patients per chunk (bounds memory; one commit per chunk) [default: localize 500, map
-        /// 5000, graph 2000, qa 100]
-        #[arg(long, value_name = "N")]
-        chunk_patients: Option<usize>,
-        /// The definitions the stages use
-        #[command(flatten)]
-        defs: DefinitionArgs,
         /// judge: count the criterion requests and the distinct inputs a judge would rate,
         /// without judging or writing anything
         #[arg(long)]
         plan: bool,
+        /// Settings of the stages
+        #[command(flatten)]
+        settings: SettingsArgs,
     },
     /// QA templates (templates/)
     Templates {
@@ -320,23 +290,23 @@ impl Cli {
                 lake.require_initialized().await?;
                 sql(&lake, query, *format, file.as_deref(), out).await
             }
-            Command::Status { defs } => {
+            Command::Status { settings } => {
                 status(&lake, out).await?;
                 if lake.marker().await?.is_some() {
-                    let (refdefs, options) = defs.pipeline_options(&lake, self.quiet)?;
-                    let plan =
-                        cxrlake_pipeline::incremental::plan(&lake, &refdefs, &options).await?;
-                    say(out, format_args!("stages (for these definitions):"))?;
+                    let pipeline = settings.pipeline(&lake, self.quiet).await?;
+                    say_settings(&pipeline, out)?;
+                    let plan = pipeline.plan(false).await?;
+                    say(out, format_args!("stages (with these settings):"))?;
                     for line in plan.to_string().lines() {
                         say(out, format_args!("  {line}"))?;
                     }
                 }
                 Ok(())
             }
-            Command::Plan { defs } => {
+            Command::Plan { full, settings } => {
                 lake.require_initialized().await?;
-                let (refdefs, options) = defs.pipeline_options(&lake, self.quiet)?;
-                let plan = cxrlake_pipeline::incremental::plan(&lake, &refdefs, &options).await?;
+                let pipeline = settings.pipeline(&lake, self.quiet).await?;
+                let plan = pipeline.plan(*full).await?;
                 say(out, format_args!("{plan}"))
             }
             Command::Refdefs { command } => command.run(&lake, out).await,
@@ -362,41 +332,39 @@ impl Cli {
             Command::Run {
                 stage,
                 full,
-                min_area,
-                chunk_patients,
-                defs: definitions,
                 plan,
+                settings,
             } => {
                 lake.require_initialized().await?;
-                let DefinitionArgs {
-                    refdefs,
-                    llm,
-                    embed,
-                    templates,
-                    judge_prompts,
-                } = definitions;
+                if *plan && stage.as_deref() != Some("judge") {
+                    return Err(CliError::Usage(
+                        "--plan is a flag of `cxrlake run judge`; `cxrlake plan` shows what \
+                         `cxrlake run` would recompute"
+                            .into(),
+                    ));
+                }
+                let pipeline = settings.pipeline(&lake, self.quiet).await?;
                 let Some(stage) = stage else {
-                    if *plan {
-                        return Err(CliError::Usage(
-                            "--plan is a flag of `cxrlake run judge`; `cxrlake plan` shows what \
-                             `cxrlake run` would recompute"
-                                .into(),
-                        ));
+                    // Each stage's lines as it ends (a long run is not silent).
+                    let mut failed = None;
+                    let record = pipeline
+                        .run(*full, &mut |stage| {
+                            let mut lines = stage.lines(None);
+                            lines.extend(stage.report.iter().map(|r| format!("            {r}")));
+                            for line in lines {
+                                if let Err(e) = say(out, format_args!("{line}")) {
+                                    failed.get_or_insert(e);
+                                }
+                            }
+                        })
+                        .await?;
+                    if let Some(e) = failed {
+                        return Err(e);
                     }
-                    let (refdefs, mut options) = definitions.pipeline_options(&lake, self.quiet)?;
-                    options.full = *full;
-                    options.localize.min_area = *min_area;
-                    if let Some(n) = chunk_patients {
-                        options.localize.chunk_patients = *n;
-                        options.map.chunk_patients = *n;
-                        options.graph.chunk_patients = *n;
-                        options.qa.chunk_patients = *n;
-                        options.judge.chunk_patients = *n;
+                    for line in record.settings_lines() {
+                        say(out, format_args!("{line}"))?;
                     }
-                    crate::refdefs::load_into_lake(&lake, &refdefs).await?;
-                    let record =
-                        cxrlake_pipeline::incremental::run(&lake, &refdefs, &options).await?;
-                    return say(out, format_args!("{record}"));
+                    return say(out, format_args!("{}", record.footer()));
                 };
                 if *full {
                     return Err(CliError::Usage(
@@ -405,101 +373,23 @@ impl Cli {
                             .into(),
                     ));
                 }
-                if *plan && *stage != Stage::Judge {
-                    return Err(CliError::Usage(
-                        "--plan is a flag of `cxrlake run judge`".into(),
-                    ));
-                }
-                if judge_prompts.is_some() && !matches!(stage, Stage::Judge | Stage::Grade) {
-                    return Err(CliError::Usage(
-                        "--judge-prompts is a flag of `cxrlake run judge` and `run grade`".into(),
-                    ));
-                }
-                let defs = crate::refdefs::load_defs(refdefs.as_deref())?;
-                cxrlake_pipeline::incremental::remember_refdefs(&lake, &defs).await?;
-                let qa_options = cxrlake_pipeline::qa::QaOptions {
-                    chunk_patients: chunk_patients.unwrap_or(100),
-                    templates: templates.clone(),
+                let mode = if *plan {
+                    cxrlake_pipeline::RunMode::CountOnly
+                } else {
+                    cxrlake_pipeline::RunMode::Write
                 };
-                match stage {
-                    Stage::Localize => {
-                        let options = cxrlake_pipeline::localize::LocalizeOptions {
-                            min_area: *min_area,
-                            chunk_patients: chunk_patients.unwrap_or(500),
-                        };
-                        let summary =
-                            cxrlake_pipeline::localize::run(&lake, &defs, &options).await?;
-                        say(out, format_args!("{summary}"))
-                    }
-                    Stage::Extract => {
-                        let options = llm.extract_options(lake.settings(), !self.quiet)?;
-                        let summary =
-                            cxrlake_pipeline::extract::run(&lake, &defs, &options).await?;
-                        say(out, format_args!("{summary}"))
-                    }
-                    Stage::Map => {
-                        let mut options = embed.map_options(lake.settings())?;
-                        if let Some(n) = chunk_patients {
-                            options.chunk_patients = *n;
-                        }
-                        let summary = cxrlake_pipeline::map::run(&lake, &defs, &options).await?;
-                        say(out, format_args!("{summary}"))
-                    }
-                    Stage::Graph => {
-                        let mut options = cxrlake_pipeline::graph::GraphOptions::default();
-                        if let Some(n) = chunk_patients {
-                            options.chunk_patients = *n;
-                        }
-                        let summary = cxrlake_pipeline::graph::run(&lake, &defs, &options).await?;
-                        say(out, format_args!("{summary}"))
-                    }
-                    Stage::Balance => {
-                        let templates = qa_options.load_templates(&defs)?;
-                        let summary = cxrlake_pipeline::balance::run(&lake, &templates).await?;
-                        say(out, format_args!("{summary}"))
-                    }
-                    Stage::Qa => {
-                        let summary = cxrlake_pipeline::qa::run(&lake, &defs, &qa_options).await?;
-                        say(out, format_args!("{summary}"))
-                    }
-                    Stage::Judge | Stage::Grade => {
-                        let mut options = llm.judge_options(lake.settings(), !self.quiet)?;
-                        if judge_prompts.is_some()
-                            && matches!(
-                                options.backend,
-                                cxrlake_pipeline::judge::JudgeBackend::Heuristic
-                            )
-                        {
-                            return Err(CliError::Usage(
-                                "--judge-prompts needs --llm-endpoint URL and --model NAME (the \
-                                 heuristic judge uses no prompts)"
-                                    .into(),
-                            ));
-                        }
-                        options.prompts = judge_prompts.clone();
-                        options.plan_only = *plan;
-                        if let Some(n) = chunk_patients {
-                            options.chunk_patients = *n;
-                        }
-                        if *stage == Stage::Judge {
-                            let summary = cxrlake_pipeline::judge::run(&lake, &options).await?;
-                            say(out, format_args!("{summary}"))
-                        } else {
-                            let summary = cxrlake_pipeline::grade::run(&lake, &options).await?;
-                            say(out, format_args!("{summary}"))
-                        }
-                    }
-                }
+                let report = pipeline.run_stage(stage, mode).await?;
+                say(out, format_args!("{report}"))
             }
             Command::Templates {
                 command: TemplatesCommand::Check { templates, refdefs },
             } => {
                 let defs = crate::refdefs::load_defs(refdefs.as_deref())?;
-                let options = cxrlake_pipeline::qa::QaOptions {
-                    templates: templates.clone(),
-                    ..Default::default()
-                };
-                let loaded = options.load_templates(&defs)?;
+                let loaded = match templates {
+                    Some(dir) => cxrlake_templates::Templates::load(dir, &defs),
+                    None => cxrlake_templates::Templates::embedded(&defs),
+                }
+                .map_err(cxrlake_pipeline::PipelineError::from)?;
                 for t in &loaded.templates {
                     say(
                         out,
@@ -616,7 +506,7 @@ impl Cli {
                     }
                 }
             }
-            Command::Demo(options) => demo(&lake, options, out).await,
+            Command::Demo(options) => demo(&lake, options, !self.quiet, out).await,
         }
     }
 }
@@ -718,7 +608,18 @@ async fn sql(
     out: &mut dyn Write,
 ) -> Result<()> {
     let ctx = lake.session().await?;
-    let df = ctx.sql(query).await?;
+    // Several statements run in order (e.g. `SET cxrlake.match_threshold = 0.7; SELECT …`); the
+    // last one's result is the output.
+    let mut statements = datafusion::sql::parser::DFParser::parse_sql(query)?;
+    let last = statements.pop_back().ok_or_else(|| {
+        CliError::Usage("the query is empty: give one or more SQL statements".into())
+    })?;
+    for statement in statements {
+        let plan = ctx.state().statement_to_plan(statement).await?;
+        ctx.execute_logical_plan(plan).await?.collect().await?;
+    }
+    let plan = ctx.state().statement_to_plan(last).await?;
+    let df = ctx.execute_logical_plan(plan).await?;
     let schema = df.schema().inner().clone();
     let batches: Vec<RecordBatch> = df.collect().await?;
     match (format, file) {
@@ -800,7 +701,12 @@ async fn synth(options: cxrlake_synth::SynthOptions) -> Result<cxrlake_synth::Sy
 /// The main job on the embedded defaults: synthetic corpus → ingest → localize → extract (rules)
 /// → map (lexical) → graph → balance → qa → judge (heuristic) → grade → the release (both
 /// formats: the whole tree, FT and PT exports) → summary.
-async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result<()> {
+async fn demo(
+    lake: &Lake,
+    options: &DemoOptions,
+    progress: bool,
+    out: &mut dyn Write,
+) -> Result<()> {
     let started = std::time::Instant::now();
     init(lake, out).await?;
     let defs = crate::refdefs::load_defs(None)?;
@@ -841,61 +747,27 @@ async fn demo(lake: &Lake, options: &DemoOptions, out: &mut dyn Write) -> Result
         out,
         format_args!("{}\n", cxrlake_ingest::ingest(lake, &options_ingest).await?),
     )?;
-    let localize = cxrlake_pipeline::localize::LocalizeOptions::default();
-    say(
-        out,
-        format_args!(
-            "{}\n",
-            cxrlake_pipeline::localize::run(lake, &defs, &localize).await?
-        ),
-    )?;
-
-    let extract = cxrlake_pipeline::extract::ExtractOptions::default();
-    say(
-        out,
-        format_args!(
-            "{}\n",
-            cxrlake_pipeline::extract::run(lake, &defs, &extract).await?
-        ),
-    )?;
-
-    let map = cxrlake_pipeline::map::MapOptions::default();
-    say(
-        out,
-        format_args!("{}\n", cxrlake_pipeline::map::run(lake, &defs, &map).await?),
-    )?;
-    let graph = cxrlake_pipeline::graph::GraphOptions::default();
-    say(
-        out,
-        format_args!(
-            "{}\n",
-            cxrlake_pipeline::graph::run(lake, &defs, &graph).await?
-        ),
-    )?;
-
-    let templates = cxrlake_templates::Templates::embedded(&defs)
-        .map_err(cxrlake_pipeline::PipelineError::from)?;
-    say(
-        out,
-        format_args!(
-            "{}\n",
-            cxrlake_pipeline::balance::run(lake, &templates).await?
-        ),
-    )?;
-    let qa = cxrlake_pipeline::qa::QaOptions::default();
-    say(
-        out,
-        format_args!("{}\n", cxrlake_pipeline::qa::run(lake, &defs, &qa).await?),
-    )?;
-    let judge = cxrlake_pipeline::judge::JudgeOptions::default();
-    say(
-        out,
-        format_args!("{}\n", cxrlake_pipeline::judge::run(lake, &judge).await?),
-    )?;
-    say(
-        out,
-        format_args!("{}\n", cxrlake_pipeline::grade::run(lake, &judge).await?),
-    )?;
+    // Every stage, incremental: a rerun of the demo on its own lake recomputes nothing.
+    let pipeline = cxrlake_pipeline::Pipeline::builder(lake.clone())
+        .reuse_stored_settings(false)
+        .progress(progress)
+        .open()
+        .await?;
+    let mut failed = None;
+    pipeline
+        .run(false, &mut |stage| {
+            let line = match &stage.report {
+                Some(report) => format!("{report}\n"),
+                None => format!("{}: up to date\n", stage.stage),
+            };
+            if let Err(e) = say(out, format_args!("{line}")) {
+                failed.get_or_insert(e);
+            }
+        })
+        .await?;
+    if let Some(e) = failed {
+        return Err(e);
+    }
 
     let release = cxrlake_export::ReleaseExport::new(options.release.clone())
         .with_dataset_info(defs.dataset_info());
@@ -1024,237 +896,195 @@ fn existing_corpus(dir: &std::path::Path) -> Result<Option<(u64, u64)>> {
     Ok(value["studies"].as_u64().zip(value["seed"].as_u64()))
 }
 
-/// LLM backend flags; each overrides its `cxrlake.llm_*` configuration key.
+/// The settings of the stages, each a `cxrlake.*` key (`[key]`): a flag overrides the config
+/// file, the environment and the lake's stored settings; settings not given are the lake's
+/// (those of its last run), so a plain `cxrlake run` rebuilds nothing.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct LlmArgs {
+pub struct SettingsArgs {
+    /// Reference definitions folder [key: refdefs; built-in: the embedded definitions]
+    #[arg(long, value_name = "DIR")]
+    pub refdefs: Option<PathBuf>,
+    /// QA templates folder (balance, qa) [key: templates; built-in: templates/]
+    #[arg(long, value_name = "DIR")]
+    pub templates: Option<PathBuf>,
+    /// Extraction prompts folder of the LLM backend [key: prompts; built-in: prompts/]
+    #[arg(long, value_name = "DIR")]
+    pub prompts: Option<PathBuf>,
+    /// Judge prompts folder of the LLM judge [key: judge_prompts; built-in: prompts/judge/]
+    #[arg(long, value_name = "DIR")]
+    pub judge_prompts: Option<PathBuf>,
+    /// Extraction backend: rules or llm [key: extractor; default: llm with --llm-endpoint]
+    #[arg(long, value_name = "NAME", value_parser = ["rules", "llm"])]
+    pub extractor: Option<String>,
+    /// Judge: heuristic or llm [key: judge; default: llm with --llm-endpoint]
+    #[arg(long, value_name = "NAME", value_parser = ["heuristic", "llm"])]
+    pub judge: Option<String>,
     /// OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (vLLM, llama.cpp server,
-    /// Ollama); without it the rules backend runs [config: llm_endpoint]
+    /// Ollama) [key: llm_endpoint]
     #[arg(long, value_name = "URL")]
     pub llm_endpoint: Option<String>,
-    /// Model name sent to the endpoint [config: llm_model]
+    /// Model name sent to the endpoint [key: llm_model]
     #[arg(long, value_name = "NAME")]
     pub model: Option<String>,
-    /// Requests in flight at once [config: llm_concurrency]
+    /// LLM requests in flight at once [key: llm_concurrency]
     #[arg(long, value_name = "N")]
     pub llm_concurrency: Option<usize>,
-    /// Seconds one request may take, queueing at the server included [config:
+    /// Seconds one LLM request may take, queueing at the server included [key:
     /// llm_request_timeout]
     #[arg(long, value_name = "SECONDS")]
     pub llm_timeout: Option<u64>,
-    /// Environment variable holding the API key [config: llm_api_key_env]
+    /// Environment variable holding the LLM API key [key: llm_api_key_env]
     #[arg(long, value_name = "VAR")]
     pub llm_api_key_env: Option<String>,
-    /// Stop after this many HTTP requests; answered ones are cached, a re-run resumes
+    /// Stop after this many LLM requests; answered ones are cached, a re-run resumes [key:
+    /// llm_max_requests]
     #[arg(long, value_name = "N")]
     pub llm_max_requests: Option<u64>,
-    /// Allow an endpoint outside loopback/private networks: only for endpoints approved for
-    /// PHI [config: allow_remote_llm]
+    /// Allow an LLM endpoint outside loopback/private networks: only for endpoints approved for
+    /// PHI; never reused from the lake [key: allow_remote_llm]
     #[arg(long)]
     pub allow_remote_llm: bool,
-    /// Prompts folder [default: the embedded prompts/]
-    #[arg(long, value_name = "DIR")]
-    pub prompts: Option<PathBuf>,
-}
-
-impl LlmArgs {
-    /// The LLM these flags and `settings` name (`None`: no endpoint, the offline backend).
-    fn llm_config(&self, settings: &Settings) -> Result<Option<cxrlake_llm::LlmConfig>> {
-        let config = &settings.cxrlake;
-        let endpoint = self
-            .llm_endpoint
-            .clone()
-            .unwrap_or(config.llm_endpoint.clone());
-        if endpoint.is_empty() {
-            if self.model.is_some() || self.prompts.is_some() {
-                return Err(CliError::Usage(
-                    "--model and --prompts need --llm-endpoint URL (without it the offline \
-                     backend runs: rules for extract, heuristic for judge)"
-                        .into(),
-                ));
-            }
-            return Ok(None);
-        }
-        let url = url::Url::parse(&endpoint)
-            .map_err(|e| e.to_string())
-            .and_then(|url| match url.scheme() {
-                "http" | "https" => Ok(url),
-                scheme => Err(format!("scheme '{scheme}' is not http or https")),
-            })
-            .map_err(|e| {
-                CliError::Usage(format!(
-                    "--llm-endpoint '{endpoint}': {e}; expected e.g. http://127.0.0.1:8000/v1"
-                ))
-            })?;
-        let model = self.model.clone().unwrap_or(config.llm_model.clone());
-        if model.is_empty() {
-            return Err(CliError::Usage(
-                "--llm-endpoint needs --model NAME (the model the server serves)".into(),
-            ));
-        }
-        let mut llm = cxrlake_llm::LlmConfig::new(url, model);
-        llm.concurrency = self
-            .llm_concurrency
-            .unwrap_or(config.llm_concurrency)
-            .max(1);
-        llm.allow_remote = self.allow_remote_llm || config.allow_remote_llm;
-        let timeout = self.llm_timeout.unwrap_or(config.llm_request_timeout);
-        if timeout == 0 {
-            return Err(CliError::Usage(
-                "--llm-timeout must be at least 1 second".into(),
-            ));
-        }
-        llm.request_timeout = std::time::Duration::from_secs(timeout);
-        let key_env = self
-            .llm_api_key_env
-            .clone()
-            .unwrap_or(config.llm_api_key_env.clone());
-        llm.api_key_env = (!key_env.is_empty()).then_some(key_env);
-        llm.total_budget.max_requests = self.llm_max_requests;
-        Ok(Some(llm))
-    }
-
-    /// The extract options these flags and `settings` ask for.
-    fn extract_options(
-        &self,
-        settings: &Settings,
-        progress: bool,
-    ) -> Result<cxrlake_pipeline::extract::ExtractOptions> {
-        use cxrlake_pipeline::extract::{Backend, ExtractOptions};
-        let prompts = match &self.prompts {
-            Some(dir) => Some(
-                cxrlake_extract::prompts::Prompts::load(dir)
-                    .map_err(|e| CliError::Usage(format!("--prompts {}: {e}", dir.display())))?,
-            ),
-            None => None,
-        };
-        Ok(match self.llm_config(settings)? {
-            None => ExtractOptions::default(),
-            Some(llm) => ExtractOptions {
-                backend: Backend::Llm(Box::new(llm)),
-                prompts,
-                progress,
-            },
-        })
-    }
-
-    /// The judge options (judge and grade stages) these flags and `settings` ask for.
-    fn judge_options(
-        &self,
-        settings: &Settings,
-        progress: bool,
-    ) -> Result<cxrlake_pipeline::judge::JudgeOptions> {
-        use cxrlake_pipeline::judge::{JudgeBackend, JudgeOptions};
-        if self.prompts.is_some() {
-            return Err(CliError::Usage(
-                "--prompts is the extract prompts folder; the judge's is --judge-prompts DIR"
-                    .into(),
-            ));
-        }
-        Ok(JudgeOptions {
-            backend: match self.llm_config(settings)? {
-                None => JudgeBackend::Heuristic,
-                Some(llm) => JudgeBackend::Llm(Box::new(llm)),
-            },
-            progress,
-            ..JudgeOptions::default()
-        })
-    }
-}
-
-/// The definitions a run uses: reference definitions, templates, judge prompts, LLM backend and
-/// embedder.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct DefinitionArgs {
-    /// Reference definitions folder [default: the embedded definitions]
-    #[arg(long, value_name = "DIR")]
-    pub refdefs: Option<PathBuf>,
-    /// LLM backend options (extract; judge and grade)
-    #[command(flatten)]
-    pub llm: LlmArgs,
-    /// Embedder options (map)
-    #[command(flatten)]
-    pub embed: EmbedArgs,
-    /// QA templates folder (balance, qa) [default: the embedded templates/]
-    #[arg(long, value_name = "DIR")]
-    pub templates: Option<PathBuf>,
-    /// Judge prompts folder (judge, grade with an LLM judge) [default: the embedded
-    /// prompts/judge/]
-    #[arg(long, value_name = "DIR")]
-    pub judge_prompts: Option<PathBuf>,
-}
-
-impl DefinitionArgs {
-    /// The definitions and every stage's options these flags and the lake's settings ask for.
-    fn pipeline_options(
-        &self,
-        lake: &Lake,
-        quiet: bool,
-    ) -> Result<(
-        cxrlake_refdefs::RefDefs,
-        cxrlake_pipeline::incremental::PipelineOptions,
-    )> {
-        let defs = crate::refdefs::load_defs(self.refdefs.as_deref())?;
-        let settings = lake.settings();
-        let mut judge = self.llm.judge_options(settings, !quiet)?;
-        judge.prompts = self.judge_prompts.clone();
-        let options = cxrlake_pipeline::incremental::PipelineOptions {
-            extract: self.llm.extract_options(settings, !quiet)?,
-            map: self.embed.map_options(settings)?,
-            qa: cxrlake_pipeline::qa::QaOptions {
-                templates: self.templates.clone(),
-                ..Default::default()
-            },
-            judge,
-            ..Default::default()
-        };
-        Ok((defs, options))
-    }
-}
-
-/// Embedder flags of the map stage; each overrides its configuration key.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct EmbedArgs {
-    /// lexical (zero set-up) or onnx [config: embedder]
+    /// Embedder of the map stage: lexical or onnx [key: embedder]
     #[arg(long, value_name = "NAME")]
     pub embedder: Option<String>,
-    /// ONNX model file of the onnx embedder [config: onnx_model]
+    /// ONNX model file of the onnx embedder [key: onnx_model]
     #[arg(long, value_name = "FILE")]
     pub onnx_model: Option<PathBuf>,
-    /// tokenizer.json of the onnx embedder [config: onnx_tokenizer]
+    /// tokenizer.json of the onnx embedder [key: onnx_tokenizer]
     #[arg(long, value_name = "FILE")]
     pub onnx_tokenizer: Option<PathBuf>,
-    /// Cosine similarity a tag needs to map onto a reference tag [config: match_threshold]
+    /// Cosine similarity a tag needs to map onto a reference tag [key: match_threshold]
     #[arg(long, value_name = "COSINE")]
     pub match_threshold: Option<f64>,
+    /// localize: boxes smaller than this many square pixels are dropped [key: min_area]
+    #[arg(long, value_name = "PIXELS")]
+    pub min_area: Option<f64>,
+    /// Patients per chunk (bounds memory; one commit per chunk) [key: chunk_patients; default:
+    /// localize 500, map 5000, graph 2000, qa/judge/grade 100]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub chunk_patients: Option<u64>,
+    /// Ignore the settings the lake stored for its last run (built-in defaults, then the config
+    /// file, environment and flags)
+    #[arg(long)]
+    pub reset: bool,
 }
 
-impl EmbedArgs {
-    /// The map options these flags and `settings` ask for.
-    fn map_options(&self, settings: &Settings) -> Result<cxrlake_pipeline::map::MapOptions> {
-        let config = &settings.cxrlake;
-        let name = self.embedder.clone().unwrap_or(config.embedder.clone());
-        let path = |flag: &Option<PathBuf>, key: &String| {
-            flag.as_ref()
+impl SettingsArgs {
+    /// The `(key, value)` of every flag given; folders and files become absolute paths.
+    fn assignments(&self) -> Result<Vec<(&'static str, String)>> {
+        let path = |flag: &str, path: &PathBuf| -> Result<String> {
+            std::fs::canonicalize(path)
                 .map(|p| p.display().to_string())
-                .unwrap_or(key.clone())
+                .map_err(|e| CliError::Usage(format!("--{flag} {}: {e}", path.display())))
         };
-        let model = path(&self.onnx_model, &config.onnx_model);
-        let tokenizer = path(&self.onnx_tokenizer, &config.onnx_tokenizer);
-        let embedder =
-            cxrlake_pipeline::map::EmbedderChoice::from_settings(&name, &model, &tokenizer)
-                .map_err(|e| CliError::Usage(e.to_string()))?;
-        let threshold = self.match_threshold.unwrap_or(config.match_threshold);
-        if !(threshold.is_finite() && threshold <= 1.0) {
+        let mut out = Vec::new();
+        for (key, flag, value) in [
+            ("refdefs", "refdefs", &self.refdefs),
+            ("templates", "templates", &self.templates),
+            ("prompts", "prompts", &self.prompts),
+            ("judge_prompts", "judge-prompts", &self.judge_prompts),
+            ("onnx_model", "onnx-model", &self.onnx_model),
+            ("onnx_tokenizer", "onnx-tokenizer", &self.onnx_tokenizer),
+        ] {
+            if let Some(value) = value {
+                out.push((key, path(flag, value)?));
+            }
+        }
+        let texts = [
+            ("extractor", self.extractor.clone()),
+            ("judge", self.judge.clone()),
+            ("llm_endpoint", self.llm_endpoint.clone()),
+            ("llm_model", self.model.clone()),
+            (
+                "llm_concurrency",
+                self.llm_concurrency.map(|n| n.to_string()),
+            ),
+            (
+                "llm_request_timeout",
+                self.llm_timeout.map(|n| n.to_string()),
+            ),
+            ("llm_api_key_env", self.llm_api_key_env.clone()),
+            (
+                "llm_max_requests",
+                self.llm_max_requests.map(|n| n.to_string()),
+            ),
+            ("embedder", self.embedder.clone()),
+            (
+                "match_threshold",
+                self.match_threshold.map(|v| v.to_string()),
+            ),
+            ("min_area", self.min_area.map(|v| v.to_string())),
+            ("chunk_patients", self.chunk_patients.map(|n| n.to_string())),
+            (
+                "allow_remote_llm",
+                self.allow_remote_llm.then(|| "true".to_string()),
+            ),
+        ];
+        out.extend(
+            texts
+                .into_iter()
+                .filter_map(|(key, value)| value.map(|v| (key, v))),
+        );
+        if let Some(threshold) = self.match_threshold
+            && !(threshold.is_finite() && threshold <= 1.0)
+        {
             return Err(CliError::Usage(format!(
                 "--match-threshold must be a cosine similarity of at most 1, got {threshold}"
             )));
         }
-        Ok(cxrlake_pipeline::map::MapOptions {
-            embedder,
-            threshold: threshold as f32,
-            ..Default::default()
-        })
+        if self.llm_timeout == Some(0) {
+            return Err(CliError::Usage(
+                "--llm-timeout must be at least 1 second".into(),
+            ));
+        }
+        Ok(out)
     }
+
+    /// The pipeline over `lake` with these flags over the lake's settings.
+    async fn pipeline(&self, lake: &Lake, quiet: bool) -> Result<cxrlake_pipeline::Pipeline> {
+        let mut builder = cxrlake_pipeline::Pipeline::builder(lake.clone())
+            .reuse_stored_settings(!self.reset)
+            .progress(!quiet);
+        for (key, value) in self.assignments()? {
+            builder = builder.set(key, &value)?;
+        }
+        Ok(builder.open().await?)
+    }
+}
+
+/// Prints the lake's stored settings and, where they differ, the ones in effect.
+fn say_settings(pipeline: &cxrlake_pipeline::Pipeline, out: &mut dyn Write) -> Result<()> {
+    let Some(stored) = pipeline.stored() else {
+        return say(out, format_args!("settings:        (no run recorded yet)"));
+    };
+    say(
+        out,
+        format_args!(
+            "settings:        of the last run ({}, `cxrlake {}`)",
+            stored.run_id, stored.command
+        ),
+    )?;
+    let settings = pipeline.settings();
+    for key in cxrlake_pipeline::settings::RESULT_KEYS {
+        let value = stored.value(key).unwrap_or_default();
+        let source = stored
+            .settings
+            .iter()
+            .find(|(k, _, _)| k == key)
+            .map_or("", |(_, _, s)| s.as_str());
+        let shown = if value.is_empty() {
+            "(built-in)"
+        } else {
+            value
+        };
+        let mut line = format!("  cxrlake.{key:<16} {shown} ({source})");
+        let now = settings.get(key).unwrap_or_default();
+        if now != value {
+            line.push_str(&format!(" → now {now} ({})", settings.source(key)));
+        }
+        say(out, format_args!("{line}"))?;
+    }
+    Ok(())
 }
 
 /// Options of the main job.
@@ -1275,23 +1105,26 @@ pub struct DemoOptions {
     pub release: PathBuf,
 }
 
+/// The log filter for `-q`, none, `-v` and `-vv`: dependencies (DataFusion, delta-rs, its
+/// kernel, object_store, HTTP) log errors only unless `-vv`; `-v` shows cxrlake's own spans and
+/// events. `RUST_LOG` overrides it.
+fn log_filter(quiet: bool, verbose: u8) -> String {
+    match (quiet, verbose) {
+        (true, _) => "error".into(),
+        // delta-kernel logs "not a table" probes at ERROR level.
+        (false, 0) => "error,cxrlake=warn,buoyant_kernel::snapshot=off".into(),
+        (false, 1) => "error,cxrlake=info,buoyant_kernel::snapshot=off".into(),
+        _ => "debug".into(),
+    }
+}
+
 fn init_logging(cli: &Cli) {
-    let level = match (cli.quiet, cli.verbose) {
-        (true, _) => "error",
-        (false, 0) => "warn",
-        (false, 1) => "info",
-        _ => "debug",
-    };
-    // delta-kernel logs "not a table" probes at ERROR level, and delta-rs warns that it keeps no
-    // statistics for binary columns (quarantine.raw); cxrlake reports what matters itself.
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        EnvFilter::new(format!(
-            "{level},buoyant_kernel::snapshot=off,deltalake_core::writer::stats=error"
-        ))
-    });
+    let filter = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(log_filter(cli.quiet, cli.verbose)));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .try_init();
 }
 

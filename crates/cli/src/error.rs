@@ -48,7 +48,12 @@ impl CliError {
     /// Process exit code: 2 for usage errors (as clap uses), 1 otherwise.
     pub fn exit_code(&self) -> u8 {
         match self {
-            CliError::Usage(_) | CliError::Export(cxrlake_export::ExportError::Usage(_)) => 2,
+            CliError::Usage(_)
+            | CliError::Export(cxrlake_export::ExportError::Usage(_))
+            | CliError::Pipeline(
+                cxrlake_pipeline::PipelineError::Config(_)
+                | cxrlake_pipeline::PipelineError::UnknownStage { .. },
+            ) => 2,
             _ => 1,
         }
     }

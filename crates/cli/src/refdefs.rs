@@ -4,9 +4,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
-use cxrlake_lake::{Lake, StageCommit};
+use cxrlake_lake::Lake;
 use cxrlake_refdefs::RefDefs;
-use serde_json::json;
 
 use crate::cli::say;
 use crate::error::{CliError, Result};
@@ -65,37 +64,8 @@ pub fn load_defs(dir: Option<&Path>) -> Result<RefDefs> {
 }
 
 /// Writes the definitions into the `ref_*` tables unless the lake already has this fingerprint.
-/// Returns whether anything was written.
 pub async fn load_into_lake(lake: &Lake, defs: &RefDefs) -> Result<bool> {
-    // Kept by fingerprint, so that `cxrlake run` can diff a later edit against them.
-    cxrlake_pipeline::incremental::remember_refdefs(lake, defs).await?;
-    let fingerprint = json!({ "refdefs": defs.fingerprint() });
-    let mut wrote = false;
-    for (table, batch) in defs.to_record_batches()? {
-        let current = lake
-            .history(table, Some(1))
-            .await
-            .ok()
-            .and_then(|h| h.into_iter().next());
-        if current
-            .and_then(|c| c.stage)
-            .is_some_and(|s| s.fingerprint == fingerprint)
-        {
-            continue;
-        }
-        let rows = batch.num_rows();
-        lake.write(table)
-            .overwrite()
-            .commit(
-                StageCommit::new("refdefs")
-                    .with_fingerprint(fingerprint.clone())
-                    .with_metrics(json!({ "rows": rows })),
-            )
-            .execute(vec![batch])
-            .await?;
-        wrote = true;
-    }
-    Ok(wrote)
+    Ok(cxrlake_pipeline::refdefs::load_reference_tables(lake, defs).await?)
 }
 
 impl RefdefsCommand {

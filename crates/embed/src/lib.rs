@@ -39,3 +39,26 @@ pub trait Embedder: Send + Sync + std::fmt::Debug {
         false
     }
 }
+
+/// The embedder a setting names: `lexical` (or empty) or `onnx` with its model file and
+/// `tokenizer.json` (empty paths are missing).
+pub fn load(name: &str, model: &str, tokenizer: &str) -> Result<std::sync::Arc<dyn Embedder>> {
+    match name {
+        "" | "lexical" => Ok(std::sync::Arc::new(LexicalEmbedder::new())),
+        "onnx" if !model.is_empty() && !tokenizer.is_empty() => {
+            Ok(std::sync::Arc::new(OnnxEmbedder::load(
+                std::path::Path::new(model),
+                std::path::Path::new(tokenizer),
+                128,
+            )?))
+        }
+        "onnx" => Err(EmbedError::InvalidSetting(
+            "embedder onnx needs onnx_model and onnx_tokenizer (--onnx-model FILE \
+             --onnx-tokenizer FILE)"
+                .into(),
+        )),
+        other => Err(EmbedError::InvalidSetting(format!(
+            "unknown embedder '{other}': use lexical or onnx"
+        ))),
+    }
+}

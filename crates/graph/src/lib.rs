@@ -25,7 +25,7 @@ use cxrlake_map::{ObsQuality, Observation, Reference};
 pub const KEY_REGIONS: [&str; 5] = ["lungs", "left lung", "right lung", "heart", "mediastinum"];
 
 /// Table 11's localization levels, worst first.
-const LOCALIZATION_LEVELS: [&str; 5] = [
+pub const LOCALIZATION_LEVELS: [&str; 5] = [
     "NO_LOCALIZATION",
     "FALLBACK_LOCALIZATION",
     "INCOMPLETE_LOCALIZATION",
@@ -514,14 +514,15 @@ pub fn assemble(
                 continue;
             };
             if let Some(bilateral) = info.bilateral.as_deref()
-                && seen.insert(bilateral) {
-                    located_at.push(LocatedAt {
-                        obs_id: o.obs_id.clone(),
-                        region: bilateral.to_string(),
-                        distances: Vec::new(),
-                        where_specified: "bilateral",
-                    });
-                }
+                && seen.insert(bilateral)
+            {
+                located_at.push(LocatedAt {
+                    obs_id: o.obs_id.clone(),
+                    region: bilateral.to_string(),
+                    distances: Vec::new(),
+                    where_specified: "bilateral",
+                });
+            }
             for ancestor in &info.ancestors {
                 if seen.insert(ancestor) {
                     located_at.push(LocatedAt {

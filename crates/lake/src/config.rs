@@ -1,56 +1,55 @@
 //! cxrlake's one configuration namespace, `cxrlake.*`.
 //!
-//! Values are resolved in this order, later winning: built-in defaults → the config file
-//! (`cxrlake.toml`, table `[cxrlake]`) → `CXRLAKE_*` environment variables → command-line flags →
-//! SQL `SET cxrlake.<key> = ...` inside a session. Object-store credentials live in the file's
+//! Values are resolved in this order, later winning: built-in defaults → the settings the lake
+//! stored for its last run (keys that change results only; `cxrlake-pipeline` applies them) →
+//! the config file (`cxrlake.toml`, table `[cxrlake]`) → `CXRLAKE_*` environment variables →
+//! command-line flags and `--set` → SQL `SET cxrlake.<key> = ...` inside a session. Every value
+//! remembers where it came from ([`Source`]). Object-store credentials live in the file's
 //! `[storage]` table or in the usual `AWS_*`, `GOOGLE_*`, `AZURE_*` variables.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use datafusion::common::extensions_options;
-use datafusion::config::ConfigExtension;
+pub use cxrlake_schemas::config::CxrlakeConfig;
 
 use crate::error::{LakeError, Result};
 
-extensions_options! {
-    /// Settings that change what cxrlake does; the README's Configuration table lists every key.
-    pub struct CxrlakeConfig {
-        /// Root URL of the lake: a folder, file://, memory://, s3://, gs:// or az://.
-        pub lake: String, default = "./lake".to_string()
-        /// Seed of all hash-based sampling.
-        pub seed: u64, default = 0
-        /// Allow LLM endpoints outside loopback and private networks (MIMIC text is PHI).
-        pub allow_remote_llm: bool, default = false
-        /// OpenAI-compatible base URL of the LLM backend, e.g. http://127.0.0.1:8000/v1; empty
-        /// means the rules backend.
-        pub llm_endpoint: String, default = String::new()
-        /// Model name sent to the LLM endpoint (part of every cache key).
-        pub llm_model: String, default = String::new()
-        /// LLM requests kept in flight at once.
-        pub llm_concurrency: usize, default = 16
-        /// Seconds one LLM request may take, queueing at the server included; a slow CPU server
-        /// answering long prompts needs more.
-        pub llm_request_timeout: u64, default = 120
-        /// Environment variable holding the LLM API key, if the server needs one (never logged).
-        pub llm_api_key_env: String, default = String::new()
-        /// Embedder of the map stage: `lexical` (zero set-up default) or `onnx` (a
-        /// sentence-transformer exported to ONNX; needs onnx_model, onnx_tokenizer and
-        /// ORT_DYLIB_PATH).
-        pub embedder: String, default = "lexical".to_string()
-        /// Path of the ONNX model file of the onnx embedder (e.g. BioLORD-2023-C exported to ONNX).
-        pub onnx_model: String, default = String::new()
-        /// Path of the tokenizer.json that belongs to onnx_model.
-        pub onnx_tokenizer: String, default = String::new()
-        /// Cosine similarity an extracted tag needs to map onto a reference tag (paper: 0.5).
-        pub match_threshold: f64, default = 0.5
-        /// Rows per record batch in stage plans.
-        pub batch_size: usize, default = 8192
+/// Where a setting's value came from, in resolution order (a later source wins).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Source {
+    /// The built-in default.
+    #[default]
+    Default,
+    /// The lake's stored settings of its last run.
+    Lake,
+    /// The config file.
+    File,
+    /// A `CXRLAKE_*` environment variable.
+    Env,
+    /// A command-line flag or `--set`.
+    Flag,
+    /// SQL `SET` in a session.
+    Sql,
+}
+
+impl Source {
+    /// The source's name as `cxrlake status` and the `runs` table write it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Default => "default",
+            Source::Lake => "lake",
+            Source::File => "file",
+            Source::Env => "env",
+            Source::Flag => "flag",
+            Source::Sql => "sql",
+        }
     }
 }
 
-impl ConfigExtension for CxrlakeConfig {
-    const PREFIX: &'static str = "cxrlake";
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Environment variables read for object-store options (lower-cased as object_store keys).
@@ -63,6 +62,8 @@ pub struct Settings {
     pub cxrlake: CxrlakeConfig,
     /// Object-store options (`aws_endpoint`, `aws_access_key_id`, …).
     pub storage: HashMap<String, String>,
+    /// Where each `cxrlake.*` key that is not at its default came from.
+    sources: BTreeMap<String, Source>,
 }
 
 impl Settings {
@@ -80,15 +81,37 @@ impl Settings {
         Ok(settings)
     }
 
-    /// Sets one `cxrlake.*` key (the prefix is optional).
+    /// Sets one `cxrlake.*` key (the prefix is optional) from a command-line flag.
     pub fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        self.set_from(key, value, Source::Flag)
+    }
+
+    /// Sets one `cxrlake.*` key (the prefix is optional), remembering where it came from.
+    pub fn set_from(&mut self, key: &str, value: &str, source: Source) -> Result<()> {
         let key = key.strip_prefix("cxrlake.").unwrap_or(key);
         datafusion::config::ExtensionOptions::set(&mut self.cxrlake, key, value).map_err(|e| {
             LakeError::Config(format!(
                 "cannot set cxrlake.{key} = '{value}': {e} (valid keys: {})",
                 self.keys().join(", ")
             ))
-        })
+        })?;
+        self.sources.insert(key.to_string(), source);
+        Ok(())
+    }
+
+    /// Where `key`'s value came from.
+    pub fn source(&self, key: &str) -> Source {
+        let key = key.strip_prefix("cxrlake.").unwrap_or(key);
+        self.sources.get(key).copied().unwrap_or_default()
+    }
+
+    /// The value of `key` as text (`None` for an unknown key).
+    pub fn get(&self, key: &str) -> Option<String> {
+        let key = key.strip_prefix("cxrlake.").unwrap_or(key);
+        datafusion::config::ExtensionOptions::entries(&self.cxrlake)
+            .into_iter()
+            .find(|e| e.key == key)
+            .map(|e| e.value.unwrap_or_default())
     }
 
     /// The valid `cxrlake.*` keys.
@@ -119,7 +142,9 @@ impl Settings {
                     other => other.to_string(),
                 };
                 match section.as_str() {
-                    "cxrlake" => self.set(key, &value).map_err(|e| e.to_string())?,
+                    "cxrlake" => self
+                        .set_from(key, &value, Source::File)
+                        .map_err(|e| e.to_string())?,
                     "storage" => {
                         self.storage.insert(key.to_lowercase(), value);
                     }
@@ -141,7 +166,7 @@ impl Settings {
                 if key == "config" {
                     continue;
                 }
-                self.set(&key, &value)?;
+                self.set_from(&key, &value, Source::Env)?;
             } else if STORAGE_ENV_PREFIXES.iter().any(|p| name.starts_with(p)) {
                 self.storage.entry(name.to_lowercase()).or_insert(value);
             }
@@ -167,8 +192,12 @@ mod tests {
             ("memory:///x", 7)
         );
         assert_eq!(s.storage.get("aws_region").map(String::as_str), Some("eu"));
+        assert_eq!(s.source("seed"), Source::File);
         s.apply_env([("CXRLAKE_SEED".to_string(), "9".to_string())].into_iter())?;
         assert_eq!(s.cxrlake.seed, 9);
+        assert_eq!(s.source("cxrlake.seed"), Source::Env);
+        assert_eq!(s.source("min_area"), Source::Default);
+        assert_eq!(s.get("min_area").as_deref(), Some("16"));
         Ok(())
     }
 

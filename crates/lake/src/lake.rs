@@ -428,7 +428,12 @@ impl Lake {
         if let Some(rows) = self.replaced_rows(name, table.version(), ids)? {
             return Ok(rows);
         }
-        crate::read::read_studies(&table, ids, &self.table_schema(name)?, &self.indexes).await
+        // As cxrlake declares the table; a table it does not declare (a stage's own) as stored.
+        let schema = match cxrlake_schemas::table(name) {
+            Some(def) => (def.schema)(),
+            None => table.table_provider().await?.schema(),
+        };
+        crate::read::read_studies(&table, ids, &schema, &self.indexes).await
     }
 
     /// The rows of `ids` in `name` at `version` when this handle's last replace of the table

@@ -17,7 +17,7 @@ mod replace;
 pub mod store;
 
 pub use commit::{CommitRecord, StageCommit};
-pub use config::{CxrlakeConfig, Settings};
+pub use config::{CxrlakeConfig, Settings, Source};
 pub use error::{LakeError, Result};
 pub use lake::{Lake, LakeMarker, SessionFactory, TableWrite, WriteMode};
 pub use read::cast_batch;

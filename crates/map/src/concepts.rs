@@ -85,6 +85,9 @@ pub struct ConceptIndex {
     computed: RwLock<Vec<String>>,
     memo: RwLock<Memo>,
     identity: String,
+    /// Every text looked up, for the tests of the splitting rule (`texts.rs`).
+    #[cfg(test)]
+    pub(crate) queried: std::sync::Mutex<Vec<(ConceptKind, String)>>,
 }
 
 /// `(tag, candidate texts)` of one kind, in file order.
@@ -189,6 +192,8 @@ impl ConceptIndex {
             computed: RwLock::new(fresh),
             memo: RwLock::new(HashMap::new()),
             identity,
+            #[cfg(test)]
+            queried: std::sync::Mutex::default(),
         })
     }
 
@@ -209,6 +214,10 @@ impl ConceptIndex {
 
     /// The reference tag `text` maps to, if any (blank text maps to nothing).
     pub fn best(&self, kind: ConceptKind, text: &str) -> Result<Option<Hit<'_>>, EmbedError> {
+        #[cfg(test)]
+        if let Ok(mut queried) = self.queried.lock() {
+            queried.push((kind, text.to_string()));
+        }
         let index = &self.kinds[kind as usize];
         let hit = |found: Option<(u32, f32)>| {
             found.map(|(tag, score)| Hit {
@@ -254,9 +263,10 @@ impl ConceptIndex {
         }
         if let Ok(mut vectors) = self.vectors.write()
             && vectors.insert(text.to_string(), vector.to_vec()).is_none()
-                && let Ok(mut computed) = self.computed.write() {
-                    computed.push(text.to_string());
-                }
+            && let Ok(mut computed) = self.computed.write()
+        {
+            computed.push(text.to_string());
+        }
     }
 
     /// Embeds, in batches, the `texts` not embedded yet (for model embedders, whose batches are

@@ -8,9 +8,11 @@
 mod concepts;
 mod reference;
 mod standardize;
+mod texts;
 
 pub use concepts::{ConceptIndex, ConceptKind, Hit};
 pub use reference::{FindingInfo, Reference, RegionInfo};
 pub use standardize::{
     Modifiers, ObsQuality, Observation, RawObservation, RegionRef, map_study, split_distance,
 };
+pub use texts::{FindingQuery, Queries, study_texts};

@@ -19,6 +19,7 @@ use cxrlake_refdefs::Laterality;
 
 use crate::concepts::{ConceptIndex, ConceptKind};
 use crate::reference::Reference;
+use crate::texts::Queries;
 
 /// One row of `observations_raw`, as `map_observations` receives it.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -183,7 +184,7 @@ fn push_unique(list: &mut Vec<String>, value: &str) {
     }
 }
 
-fn strs(list: &[Option<String>]) -> impl Iterator<Item = &str> {
+pub(crate) fn strs(list: &[Option<String>]) -> impl Iterator<Item = &str> {
     list.iter()
         .flatten()
         .map(|s| s.trim())
@@ -256,7 +257,7 @@ pub fn split_distance(text: &str) -> (String, Vec<String>) {
 }
 
 /// Whether a region tag names only a side ("left", "right side", "both sides", "bilateral").
-fn is_side_only(text: &str) -> bool {
+pub(crate) fn is_side_only(text: &str) -> bool {
     let normalized = normalize_text(text);
     normalized.split(' ').all(|w| {
         matches!(
@@ -434,15 +435,15 @@ fn map_one(
         .filter(|s| !s.is_empty());
     let name = raw.name.as_deref().map(str::trim).filter(|s| !s.is_empty());
 
+    // Every text looked up below comes from one rule (`texts.rs`), which the incremental
+    // planner asks too.
+    let queries = Queries::of(raw);
+
     // Regions, with distances split off; a bare side ("left", "bilateral") is no region, it
     // only sets the laterality (below).
-    let raw_regions: Vec<(String, Vec<String>)> = strs(&raw.regions)
-        .filter(|r| !is_side_only(r))
-        .map(split_distance)
-        .collect();
     let mut regions: Vec<RegionRef> = Vec::new();
     let mut non_resolved_regions = Vec::new();
-    for (text, distances) in &raw_regions {
+    for (text, distances) in &queries.regions {
         match concepts.best(ConceptKind::Region, text)? {
             Some(hit) => {
                 if let Some(existing) = regions.iter_mut().find(|r| r.region == hit.tag) {
@@ -466,41 +467,27 @@ fn map_one(
     // Findings: each entity part alone, with each region, and the name; the summary sentence
     // when none of those matches.
     let entity = raw.entity.as_deref().unwrap_or("").trim();
-    let parts: Vec<&str> = entity
-        .split([',', ';', '/'])
-        .flat_map(|p| p.split(" and "))
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .collect();
     let mut obs_entities: Vec<String> = Vec::new();
     let mut non_resolved_obs_entities = Vec::new();
-    let parts_or_name: Vec<&str> = if parts.is_empty() {
-        name.into_iter().collect()
-    } else {
-        parts
-    };
-    for part in parts_or_name {
-        let mut candidates = vec![part.to_string()];
-        candidates.extend(raw_regions.iter().map(|(r, _)| format!("{r} {part}")));
-        if let Some(name) = name {
-            candidates.push(name.to_string());
-        }
+    for finding in &queries.findings {
         let mut best: Option<(&str, f32)> = None;
-        for candidate in &candidates {
+        for candidate in &finding.candidates {
             if let Some(hit) = concepts.best(ConceptKind::Finding, candidate)?
-                && best.is_none_or(|(_, s)| hit.score > s) {
-                    best = Some((hit.tag, hit.score));
-                }
+                && best.is_none_or(|(_, s)| hit.score > s)
+            {
+                best = Some((hit.tag, hit.score));
+            }
         }
         if best.is_none()
-            && let Some(summary) = summary {
-                best = concepts
-                    .best(ConceptKind::Finding, summary)?
-                    .map(|h| (h.tag, h.score));
-            }
+            && let Some(summary) = summary
+        {
+            best = concepts
+                .best(ConceptKind::Finding, summary)?
+                .map(|h| (h.tag, h.score));
+        }
         match best {
             Some((tag, _)) => push_unique(&mut obs_entities, tag),
-            None => push_unique(&mut non_resolved_obs_entities, part),
+            None => push_unique(&mut non_resolved_obs_entities, &finding.part),
         }
     }
 
@@ -530,7 +517,7 @@ fn map_one(
         .as_deref()
         .map(str::trim)
         .filter(|p| !p.is_empty());
-    for text in raw_probability.into_iter().chain(strs(&raw.modifiers)) {
+    for text in &queries.modifiers {
         let Some(hit) = concepts.best(ConceptKind::Modifier, text)? else {
             continue;
         };
@@ -563,15 +550,7 @@ fn map_one(
     // Changes: matched, unmatched dropped.
     let mut changes = Vec::new();
     let mut unresolved_change = false;
-    for part in raw
-        .change
-        .as_deref()
-        .unwrap_or("")
-        .split([',', ';'])
-        .flat_map(|p| p.split(" and "))
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-    {
+    for part in &queries.changes {
         match concepts.best(ConceptKind::Change, part)? {
             Some(hit) => push_unique(&mut changes, hit.tag),
             None => unresolved_change = true,
@@ -673,14 +652,15 @@ fn map_one(
             Some((other.to_string(), info.bilateral.clone()?))
         });
         if let Some((other, bilateral)) = pair
-            && let Some(existing) = merged.iter_mut().find(|m| m.region == other) {
-                existing.region = bilateral;
-                for d in r.distances {
-                    push_unique(&mut existing.distances, &d);
-                }
-                issue = issue.max(Issue::Fixable);
-                continue;
+            && let Some(existing) = merged.iter_mut().find(|m| m.region == other)
+        {
+            existing.region = bilateral;
+            for d in r.distances {
+                push_unique(&mut existing.distances, &d);
             }
+            issue = issue.max(Issue::Fixable);
+            continue;
+        }
         match merged.iter_mut().find(|m| m.region == r.region) {
             Some(existing) => r
                 .distances

@@ -1,82 +1,70 @@
 //! The `balance` stage (`sql/balance.sql`): `qa_balance`, how often each region and finding is
 //! mentioned positively and negatively over all scene graphs, with the QA strategies' sampling
-//! probabilities and each finding's correlated findings (paper 000, E.2.2). Runs over the whole
-//! lake at once: the counts are dataset-wide.
+//! probabilities and each finding's correlated findings (paper 000, E.2.2). Dataset-wide: any
+//! change recounts everything.
 
-use std::time::Instant;
+use std::collections::BTreeMap;
 
-use cxrlake_lake::Lake;
-use cxrlake_templates::Templates;
+use async_trait::async_trait;
 use datafusion::scalar::ScalarValue;
-use serde_json::json;
 
 use crate::error::Result;
-use crate::stage::{ChunkedStage, sql_hash};
+use crate::pipeline::Pipeline;
+use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, Writes};
 
-/// Stage name (= SQL file name = module name).
-pub const STAGE: &str = "balance";
-/// The stage's SQL.
-pub const SQL: &str = include_str!("../../../sql/balance.sql");
+/// The stage's declaration.
+pub static DEF: StageDef = StageDef {
+    name: "balance",
+    doc: "qa_balance: positive/negative mentions, sampling probabilities, correlated findings",
+    sql: include_str!("../../../sql/balance.sql"),
+    inputs: &["scene_graphs"],
+    side_inputs: &[],
+    outputs: &["qa_balance"],
+    settings: &["templates"],
+    chunking: Chunking::Whole,
+    writes: Writes::Replace,
+    coverage: Coverage::Dataset,
+    detects_changes: false,
+    reads_synonyms: true,
+};
 
-const INPUTS: [&str; 1] = ["scene_graphs"];
+/// The `balance` stage.
+#[derive(Debug)]
+pub struct Balance;
 
-/// What a balance run did.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BalanceSummary {
-    /// `qa_balance` rows (regions and findings).
-    pub rows: usize,
-    /// Table version.
-    pub version: u64,
-    /// Wall time in seconds.
-    pub seconds: f64,
-}
-
-impl std::fmt::Display for BalanceSummary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "balance: {} regions and findings counted in {:.1} s, qa_balance v{}",
-            self.rows, self.seconds, self.version
-        )
+#[async_trait]
+impl Stage for Balance {
+    fn def(&self) -> &'static StageDef {
+        &DEF
     }
-}
 
-/// Runs the stage and replaces `qa_balance`.
-pub async fn run(lake: &Lake, templates: &Templates) -> Result<BalanceSummary> {
-    let started = Instant::now();
-    let settings = &templates.strategies;
-    let stage = ChunkedStage {
-        stage: STAGE,
-        sql: SQL,
-        inputs: &INPUTS,
-        functions: Vec::new(),
-        params: vec![
-            (
-                "region_rate",
-                ScalarValue::from(settings.region_abnormal.rate),
-            ),
-            ("finding_rate", ScalarValue::from(settings.finding.rate)),
-            (
-                "correlated_per_finding",
-                ScalarValue::from(settings.finding.correlated_per_finding as i64),
-            ),
-            (
-                "normal_findings",
-                ScalarValue::from(settings.normal_findings.join("|")),
-            ),
-        ],
-        chunk_patients: usize::MAX,
-    };
-    let fingerprint = json!({
-        "inputs": stage.input_versions(lake).await?,
-        "templates": templates.version(),
-        "sql": sql_hash(SQL),
-        "code": env!("CARGO_PKG_VERSION"),
-    });
-    let (rows, version) = stage.run(lake, &fingerprint).await?;
-    Ok(BalanceSummary {
-        rows: rows.iter().map(|(_, n)| n).sum(),
-        version,
-        seconds: started.elapsed().as_secs_f64(),
-    })
+    async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
+        Ok(BTreeMap::from([(
+            "templates".into(),
+            pipeline.templates()?.version().to_string(),
+        )]))
+    }
+
+    async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
+        let templates = pipeline.templates()?;
+        let settings = &templates.strategies;
+        Ok(Prepared::new(
+            Vec::new(),
+            vec![
+                (
+                    "region_rate",
+                    ScalarValue::from(settings.region_abnormal.rate),
+                ),
+                ("finding_rate", ScalarValue::from(settings.finding.rate)),
+                (
+                    "correlated_per_finding",
+                    ScalarValue::from(settings.finding.correlated_per_finding as i64),
+                ),
+                (
+                    "normal_findings",
+                    ScalarValue::from(settings.normal_findings.join("|")),
+                ),
+            ],
+        ))
+    }
 }

@@ -22,9 +22,17 @@ pub enum PipelineError {
         /// Stage name.
         stage: &'static str,
         /// Target table.
-        table: &'static str,
+        table: String,
         /// What differs.
         reason: String,
+    },
+    /// A stage name that the pipeline graph does not have.
+    #[error("unknown stage '{name}'; the stages are: {stages}")]
+    UnknownStage {
+        /// The name given.
+        name: String,
+        /// The graph's stages, in order.
+        stages: String,
     },
     /// A statement of a stage's SQL failed.
     #[error("stage {stage}, statement '{statement}': {source}")]

@@ -55,7 +55,7 @@ use datafusion::arrow::datatypes::DataType;
 use serde::Deserialize;
 
 use crate::error::{PipelineError, Result};
-use crate::stage::collect;
+use crate::sql::collect;
 
 /// Name used in query errors.
 const STAGE: &str = "evaluate";

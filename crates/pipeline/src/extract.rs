@@ -1,113 +1,160 @@
 //! The `extract` stage (`sql/extract.sql`): `sentences`, `observations_raw` and `indications`
-//! from `reports`, with the rules backend (default) or an OpenAI-compatible LLM.
+//! from `reports` (paper 000, E.1.2), with the rules backend (default) or an OpenAI-compatible
+//! LLM, bound to the names `extract_sentences`, `extract_observations`, `extract_indication`.
 //!
-//! The SQL file is a sequence of statements, each headed by `-- @step <name>` (the result becomes
-//! an in-memory table of that name) or `-- @table <name>` (the result is also written to the lake
-//! table, replacing it). With the LLM backend every answer is journaled locally and committed to
-//! `llm_calls` as it arrives, so a killed run re-run with the same settings sends no request that
-//! was already answered.
+//! One chunk: every statement runs before any table is written, so a failing step changes
+//! nothing. With the LLM backend every answer is journaled locally and committed to
+//! `llm_calls` as it arrives, so a killed run re-run with the same settings sends no request
+//! that was already answered; a step whose every call failed stops the stage.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::time::Instant;
 
-use cxrlake_extract::prompts::Prompts;
+use async_trait::async_trait;
 use cxrlake_extract::rules::{RULES_VERSION, RulesExtractor};
-use cxrlake_lake::{Lake, StageCommit};
-use cxrlake_llm::{CallStats, LlmClient, LlmConfig};
-use cxrlake_refdefs::RefDefs;
-use cxrlake_udfs::extract::CALL_FAILED;
-use cxrlake_udfs::extract::{Naming, llm_functions, rules_functions};
-use datafusion::arrow::array::{AsArray, RecordBatch};
+use cxrlake_llm::LlmClient;
+use cxrlake_udfs::extract::{CALL_FAILED, Naming, llm_functions, rules_functions};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::prelude::SessionContext;
 use datafusion::scalar::ScalarValue;
-use serde_json::json;
 
 use crate::error::{PipelineError, Result};
-use crate::llm_calls::LakeCache;
+use crate::fingerprint::Fingerprint;
+use crate::incremental::{StagePlan, refdefs_change, rescope_other_definitions};
+use crate::llm_calls::{cached_client, llm_metrics};
+use crate::pipeline::Pipeline;
+use crate::refdefs::mentions;
 use crate::scope::Scope;
-pub use crate::stage::Statement;
-use crate::stage::{conform, count, register, run_statement, sql_hash};
+use crate::sql::{Statement, collect};
+use crate::stage::{
+    Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef, StageReport, Writes,
+};
 
-/// Stage name (= SQL file name = module name).
-pub const STAGE: &str = "extract";
-/// The stage's SQL.
-pub const SQL: &str = include_str!("../../../sql/extract.sql");
+/// The stage's declaration.
+pub static DEF: StageDef = StageDef {
+    name: "extract",
+    doc: "sentences, observations_raw, indications from reports (rules or LLM backend)",
+    sql: include_str!("../../../sql/extract.sql"),
+    inputs: &["reports"],
+    side_inputs: &["quarantine"],
+    outputs: &["sentences", "observations_raw", "indications", "quarantine"],
+    settings: &[
+        "refdefs",
+        "extractor",
+        "llm_endpoint",
+        "llm_model",
+        "prompts",
+    ],
+    chunking: Chunking::Whole,
+    writes: Writes::Replace,
+    coverage: Coverage::PerStudy,
+    detects_changes: true,
+    reads_synonyms: true,
+};
 
-/// Which backend extracts.
-#[derive(Debug, Clone, Default)]
-pub enum Backend {
-    /// The rule-based backend (no LLM).
-    #[default]
-    Rules,
-    /// An OpenAI-compatible server.
-    Llm(Box<LlmConfig>),
+/// The `extract` stage.
+#[derive(Debug)]
+pub struct Extract;
+
+/// The `extractor` value the settings write: `rules-<version>` or
+/// `llm:<model>@prompts-<version>`.
+pub fn extractor_id(pipeline: &Pipeline) -> Result<String> {
+    Ok(match pipeline.config().extractor.as_str() {
+        "llm" => format!(
+            "llm:{}@prompts-{}",
+            pipeline.required_llm("extractor")?.model,
+            pipeline.prompts()?.version()
+        ),
+        _ => RULES_VERSION.to_string(),
+    })
 }
 
-/// Options of the extract stage.
-#[derive(Debug, Clone, Default)]
-pub struct ExtractOptions {
-    /// The backend.
-    pub backend: Backend,
-    /// Prompts of the LLM backend (the embedded ones when `None`).
-    pub prompts: Option<Prompts>,
-    /// Show a progress bar for LLM calls.
-    pub progress: bool,
-}
-
-/// What an extract run did.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExtractSummary {
-    /// The `extractor` value of every row.
-    pub extractor: String,
-    /// Reports read.
-    pub reports: usize,
-    /// Rows written per table, in statement order.
-    pub rows: Vec<(String, usize)>,
-    /// Extraction outputs that failed (quarantined).
-    pub failures: usize,
-    /// LLM call accounting (`None` for the rules backend).
-    pub llm: Option<CallStats>,
-    /// Wall time in seconds.
-    pub seconds: f64,
-}
-
-impl ExtractSummary {
-    /// Rows written to `table`.
-    pub fn rows_of(&self, table: &str) -> usize {
-        self.rows
-            .iter()
-            .find(|(name, _)| name == table)
-            .map_or(0, |(_, rows)| *rows)
+#[async_trait]
+impl Stage for Extract {
+    fn def(&self) -> &'static StageDef {
+        &DEF
     }
-}
 
-impl std::fmt::Display for ExtractSummary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "extract ({}): {} reports in {:.1} s ({}): {} sentences, {} raw observations, {} indications, {} failures",
-            self.extractor,
-            self.reports,
-            self.seconds,
-            throughput(self.reports, self.seconds),
-            self.rows_of("sentences"),
-            self.rows_of("observations_raw"),
-            self.rows_of("indications"),
-            self.failures,
-        )?;
-        if let Some(stats) = &self.llm {
-            write!(
-                f,
-                "; LLM: {} requests, {} from llm_calls, {} sent, {} retries, {} failed, {} prompt + {} completion tokens",
-                stats.requested,
-                stats.cache_hits,
-                stats.sent,
-                stats.retries,
-                stats.failures,
-                stats.prompt_tokens,
-                stats.completion_tokens
-            )?;
+    async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
+        Ok(BTreeMap::from([
+            ("refdefs".into(), pipeline.defs().fingerprint().to_string()),
+            ("extractor".into(), extractor_id(pipeline)?),
+        ]))
+    }
+
+    async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
+        let extractor = extractor_id(pipeline)?;
+        let (functions, client) = match pipeline.config().extractor.as_str() {
+            "llm" => {
+                let prompts = pipeline.prompts()?;
+                let config = pipeline.required_llm("extractor")?;
+                let client = cached_client(pipeline, config, prompts.version()).await?;
+                (llm_functions(&client, &prompts, Naming::Step), Some(client))
+            }
+            _ => (
+                rules_functions(
+                    &Arc::new(RulesExtractor::new(pipeline.defs())),
+                    Naming::Step,
+                ),
+                None,
+            ),
+        };
+        Ok(Prepared::new(
+            functions.into(),
+            vec![("extractor", ScalarValue::from(extractor.as_str()))],
+        )
+        .with_hooks(ExtractHooks {
+            extractor,
+            client,
+            failures: 0,
+        }))
+    }
+
+    async fn rescope(
+        &self,
+        pipeline: &Pipeline,
+        last: &Fingerprint,
+        now: &BTreeMap<String, String>,
+        plan: &mut StagePlan,
+    ) -> Result<()> {
+        rescope_other_definitions(last, now, plan, &["refdefs"]);
+        if !plan.scope.is_all() && pipeline.config().extractor != "llm" {
+            match refdefs_change(pipeline, last).await? {
+                Some(Ok(change)) => {
+                    let studies = reports_mentioning(pipeline, &change.terms).await?;
+                    let reason = format!(
+                        "{}: {} mentioning them",
+                        change.describe(),
+                        studies.describe()
+                    );
+                    plan.add(&studies, reason);
+                }
+                Some(Err(reason)) => plan.all(reason),
+                None => {}
+            }
         }
         Ok(())
+    }
+
+    fn describe(&self, report: &StageReport) -> String {
+        let mut line = format!(
+            "extract ({}): {} reports in {:.1} s ({}): {} sentences, {} raw observations, {} \
+             indications, {} failures",
+            report.metric_text("extractor"),
+            report.units.0,
+            report.seconds,
+            throughput(report.units.0, report.seconds),
+            report.rows("sentences"),
+            report.rows("observations_raw"),
+            report.rows("indications"),
+            report.metric("failures"),
+        );
+        if report.metrics.contains_key("llm_requested") {
+            line.push_str(&crate::llm_calls::describe_llm(report));
+        }
+        line
     }
 }
 
@@ -121,197 +168,49 @@ fn throughput(reports: usize, seconds: f64) -> String {
     }
 }
 
-/// The `extractor` value the options write: `rules-<version>` or
-/// `llm:<model>@prompts-<version>`.
-pub fn extractor_id(options: &ExtractOptions) -> String {
-    match &options.backend {
-        Backend::Rules => RULES_VERSION.to_string(),
-        Backend::Llm(config) => {
-            let version = options.prompts.as_ref().map_or_else(
-                || Prompts::embedded().version().to_string(),
-                |p| p.version().to_string(),
-            );
-            format!("llm:{}@prompts-{version}", config.model)
-        }
-    }
+/// The extract run's state: the LLM client (stats, refusal when every call failed) and the
+/// quarantined outputs.
+struct ExtractHooks {
+    extractor: String,
+    client: Option<Arc<LlmClient>>,
+    failures: u64,
 }
 
-/// Splits a stage SQL file into its `-- @step` / `-- @table` statements.
-pub fn statements(sql: &str) -> Result<Vec<Statement>> {
-    crate::stage::statements(STAGE, sql)
-}
+#[async_trait]
+impl RunHooks for ExtractHooks {
+    async fn after_statement(
+        &mut self,
+        _ctx: &SessionContext,
+        statement: &Statement,
+        batches: &[RecordBatch],
+    ) -> Result<()> {
+        if self.client.is_some() {
+            refuse_if_every_call_failed(&statement.name, batches)?;
+        }
+        if statement.name == "quarantine" {
+            for batch in batches {
+                let stages = cast(batch.column(0), &DataType::Utf8)
+                    .map_err(|e| PipelineError::query("extract", e.into()))?;
+                self.failures += stages
+                    .as_string::<i32>()
+                    .iter()
+                    .filter(|s| *s == Some("extract"))
+                    .count() as u64;
+            }
+        }
+        Ok(())
+    }
 
-/// Runs the stage over every report and replaces its tables.
-pub async fn run(lake: &Lake, defs: &RefDefs, options: &ExtractOptions) -> Result<ExtractSummary> {
-    Ok(run_scoped(lake, defs, options, &Scope::All, false).await?.0)
-}
-
-/// Runs the stage over the reports of `scope`'s studies and replaces their rows; returns the
-/// studies whose sentences, observations or indications changed (with `detect`, else the
-/// scope).
-pub async fn run_scoped(
-    lake: &Lake,
-    defs: &RefDefs,
-    options: &ExtractOptions,
-    scope: &Scope,
-    detect: bool,
-) -> Result<(ExtractSummary, Scope)> {
-    let started = Instant::now();
-    // The snapshot a scoped run compares its new rows with: `ctx` registers each statement's
-    // result under its table's name.
-    let lake_ctx = lake.session().await?;
-    let ctx = lake.session().await?;
-    if let Some(filter) = crate::scope::study_filter(scope) {
-        let reports = ctx
-            .table("reports")
-            .await
-            .and_then(|f| f.filter(filter))
-            .map_err(|e| PipelineError::query(STAGE, e))?;
-        ctx.deregister_table("reports")
-            .map_err(|e| PipelineError::query(STAGE, e))?;
-        ctx.register_table("reports", reports.into_view())
-            .map_err(|e| PipelineError::query(STAGE, e))?;
+    async fn finish(&mut self, _pipeline: &Pipeline, _scope: &Scope) -> Result<Metrics> {
+        let mut metrics = Metrics::from([
+            ("extractor".to_string(), self.extractor.clone().into()),
+            ("failures".to_string(), self.failures.into()),
+        ]);
+        if let Some(client) = &self.client {
+            metrics.extend(llm_metrics(&client.stats()));
+        }
+        Ok(metrics)
     }
-    let ids = scope
-        .studies()
-        .map(|s| s.iter().cloned().collect::<Vec<_>>());
-    let scope_schema = Arc::new(datafusion::arrow::datatypes::Schema::new(vec![
-        datafusion::arrow::datatypes::Field::new(
-            "study_id",
-            datafusion::arrow::datatypes::DataType::Utf8,
-            false,
-        ),
-    ]));
-    let scope_batch = RecordBatch::try_new(
-        scope_schema.clone(),
-        vec![Arc::new(datafusion::arrow::array::StringArray::from(
-            ids.clone().unwrap_or_default(),
-        ))],
-    )
-    .map_err(|e| PipelineError::query(STAGE, e.into()))?;
-    register(&ctx, STAGE, "extract_scope", scope_schema, &[scope_batch])?;
-    let extractor = extractor_id(options);
-    let (functions, client, prompts_version) = match &options.backend {
-        Backend::Rules => (
-            rules_functions(&Arc::new(RulesExtractor::new(defs)), Naming::Step),
-            None,
-            None,
-        ),
-        Backend::Llm(config) => {
-            let prompts = Arc::new(options.prompts.clone().unwrap_or_else(Prompts::embedded));
-            let cache = LakeCache::open(lake, config.endpoint.as_str(), &config.model).await?;
-            let client = Arc::new(
-                LlmClient::new(config.as_ref().clone())?
-                    .with_cache(cache)
-                    .with_prompt_version(prompts.version())
-                    .with_progress(options.progress),
-            );
-            (
-                llm_functions(&client, &prompts, Naming::Step),
-                Some(client),
-                Some(prompts.version().to_string()),
-            )
-        }
-    };
-    for function in functions {
-        ctx.register_udf(function);
-    }
-    let reports = lake.table("reports").await?.version();
-    let fingerprint = json!({
-        "inputs": { "reports": reports },
-        "refdefs": defs.fingerprint(),
-        "extractor": extractor,
-        "prompts": prompts_version,
-        "sql": sql_hash(SQL),
-        "code": env!("CARGO_PKG_VERSION"),
-    });
-    let report_count = count(&ctx, STAGE, "SELECT count(*) FROM reports").await?;
-    // Every statement runs before any table is written, so a failing step changes nothing.
-    let mut outputs = Vec::new();
-    let mut failures = 0;
-    for statement in statements(SQL)? {
-        let params = [
-            ("extractor", ScalarValue::from(extractor.as_str())),
-            ("full", ScalarValue::from(scope.is_all())),
-        ];
-        let (schema, batches) = run_statement(&ctx, STAGE, &statement, &params).await?;
-        if client.is_some() {
-            refuse_if_every_call_failed(&statement.name, &batches)?;
-        }
-        register(&ctx, STAGE, &statement.name, schema, &batches)?;
-        if !statement.is_table {
-            continue;
-        }
-        let table = cxrlake_schemas::table(&statement.name).ok_or_else(|| PipelineError::Sql {
-            file: format!("sql/{STAGE}.sql"),
-            reason: format!("@table {} is not a lake table", statement.name),
-        })?;
-        if table.name == "quarantine" {
-            failures = count(
-                &ctx,
-                STAGE,
-                "SELECT count(*) FROM quarantine WHERE stage = 'extract'",
-            )
-            .await?;
-        }
-        outputs.push((table, batches));
-    }
-    let mut rows = Vec::new();
-    let mut changed = std::collections::BTreeSet::new();
-    for (table, batches) in outputs {
-        let rows_written: usize = batches.iter().map(RecordBatch::num_rows).sum();
-        let mut batches = batches
-            .iter()
-            .filter(|b| b.num_rows() > 0)
-            .map(|b| conform(STAGE, table.name, b))
-            .collect::<Result<Vec<_>>>()?;
-        let per_study = table.replace_by == Some("study_id");
-        if detect && per_study {
-            let old = match scope.studies() {
-                Some(ids) => crate::scope::study_digests_of(lake, STAGE, table.name, ids).await?,
-                None => crate::scope::table_digests(&lake_ctx, STAGE, table.name, None).await?,
-            };
-            let mut new = crate::scope::Digests::new();
-            crate::scope::digest(STAGE, &batches, &mut new)?;
-            changed.extend(crate::scope::changed(&old, &new));
-        }
-        if batches.is_empty() {
-            batches.push(RecordBatch::new_empty((table.schema)()));
-        }
-        let commit = StageCommit::new(STAGE)
-            .with_fingerprint(fingerprint.clone())
-            .with_metrics(json!({
-                "reports": report_count,
-                "rows": rows_written,
-                "changed": match (&ids, detect) {
-                    (_, true) => json!(changed),
-                    (Some(ids), false) => json!(ids),
-                    (None, false) => json!("all"),
-                },
-            }));
-        let write = lake.write(table.name).commit(commit);
-        let write = match &ids {
-            Some(ids) if per_study => write.replace_studies(ids.clone()),
-            _ => write.overwrite(),
-        };
-        write.execute(batches).await?;
-        rows.push((table.name.to_string(), rows_written));
-    }
-    let llm = client.as_ref().map(|client| client.stats());
-    let summary = ExtractSummary {
-        extractor,
-        reports: report_count,
-        rows,
-        failures,
-        llm,
-        seconds: started.elapsed().as_secs_f64(),
-    };
-    let changed = if detect {
-        Scope::Studies(changed)
-    } else {
-        scope.clone()
-    };
-    Ok((summary, changed))
 }
 
 /// Fails when every row of a step's result (`r.error`) is a failed LLM call: the endpoint is down
@@ -343,4 +242,31 @@ fn refuse_if_every_call_failed(step: &str, batches: &[RecordBatch]) -> Result<()
         }),
         _ => Ok(()),
     }
+}
+
+/// Studies whose report mentions one of `terms`.
+async fn reports_mentioning(pipeline: &Pipeline, terms: &BTreeSet<String>) -> Result<Scope> {
+    if terms.is_empty() {
+        return Ok(Scope::none());
+    }
+    let ctx = pipeline.lake().session().await?;
+    let batches = collect(&ctx, "extract", "SELECT study_id, text FROM reports").await?;
+    let mut studies = BTreeSet::new();
+    for batch in &batches {
+        let ids = cast(batch.column(0), &DataType::Utf8)
+            .map_err(|e| PipelineError::query("extract", e.into()))?;
+        let texts = cast(batch.column(1), &DataType::Utf8)
+            .map_err(|e| PipelineError::query("extract", e.into()))?;
+        let (ids, texts) = (ids.as_string::<i32>(), texts.as_string::<i32>());
+        for row in 0..batch.num_rows() {
+            if texts.is_null(row) {
+                continue;
+            }
+            let text = texts.value(row).to_lowercase();
+            if terms.iter().any(|t| mentions(&text, t)) {
+                studies.insert(ids.value(row).to_string());
+            }
+        }
+    }
+    Ok(Scope::Studies(studies))
 }

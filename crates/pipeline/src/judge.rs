@@ -13,14 +13,11 @@
 //! A rerun judges nothing it has judged (a judgement with an error, e.g. a failed LLM call, is
 //! asked again; LLM answers are cached in `llm_calls`, so a resumed run sends no request twice).
 
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Instant;
 
-use cxrlake_judge::{Judge, JudgePrompts};
-use cxrlake_lake::{Lake, StageCommit};
-use cxrlake_llm::{CallStats, LlmClient, LlmConfig};
+use async_trait::async_trait;
+use cxrlake_llm::LlmClient;
 use cxrlake_udfs::extract::CALL_FAILED;
 use cxrlake_udfs::judge::{HeuristicVerdictFunc, JudgeRequestsFunc, LlmVerdictFunc};
 use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
@@ -30,139 +27,107 @@ use datafusion::logical_expr::ScalarUDF;
 use datafusion::logical_expr::async_udf::AsyncScalarUDF;
 use datafusion::prelude::SessionContext;
 use datafusion::scalar::ScalarValue;
-use serde_json::json;
 
 use crate::error::{PipelineError, Result};
-use crate::llm_calls::LakeCache;
+use crate::llm_calls::{cached_client, describe_llm, llm_metrics};
+use crate::pipeline::Pipeline;
 use crate::scope::Scope;
+use crate::sql::{Statement, collect, count, register};
 use crate::stage::{
-    Rows, chunk_context, collect, conform, count, patient_ranges, register, run_statement,
-    sql_hash, statements,
+    ChunkInfo, Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef,
+    StageReport, Writes,
 };
 
-/// Stage name (= SQL file name = module name).
-pub const STAGE: &str = "judge";
-/// The stage's SQL.
-pub const SQL: &str = include_str!("../../../sql/judge.sql");
-
-const INPUTS: [&str; 2] = ["qa", "reports"];
 const TABLE: &str = "qa_judgements";
 
-/// Which judge rates.
-#[derive(Debug, Clone, Default)]
-pub enum JudgeBackend {
-    /// The heuristic judge (no LLM).
-    #[default]
-    Heuristic,
-    /// An OpenAI-compatible server with the prompts of listings 7–11.
-    Llm(Box<LlmConfig>),
-}
+/// The stage's declaration.
+pub static DEF: StageDef = StageDef {
+    name: "judge",
+    doc: "qa_judgements: the five text criteria of every QA pair, each distinct input judged once",
+    sql: include_str!("../../../sql/judge.sql"),
+    inputs: &["qa", "reports"],
+    side_inputs: &[],
+    outputs: &[TABLE],
+    settings: &[
+        "judge",
+        "llm_endpoint",
+        "llm_model",
+        "judge_prompts",
+        "chunk_patients",
+    ],
+    chunking: Chunking::Patients { default: 100 },
+    writes: Writes::Append,
+    coverage: Coverage::PerStudy,
+    detects_changes: false,
+    reads_synonyms: true,
+};
 
-/// Options of the judge stage (the grade stage takes the same, to find the verdicts).
-#[derive(Debug, Clone)]
-pub struct JudgeOptions {
-    /// The backend.
-    pub backend: JudgeBackend,
-    /// A judge-prompts folder to use instead of the embedded `prompts/judge/`.
-    pub prompts: Option<PathBuf>,
-    /// Patients per chunk.
-    pub chunk_patients: usize,
-    /// Count the requests and distinct inputs without judging or writing anything.
-    pub plan_only: bool,
-    /// Show a progress bar for LLM calls.
-    pub progress: bool,
-}
+/// The `judge` stage.
+#[derive(Debug)]
+pub struct Judge;
 
-impl Default for JudgeOptions {
-    fn default() -> Self {
-        Self {
-            backend: JudgeBackend::Heuristic,
-            prompts: None,
-            chunk_patients: 100,
-            plan_only: false,
-            progress: false,
-        }
+#[async_trait]
+impl Stage for Judge {
+    fn def(&self) -> &'static StageDef {
+        &DEF
     }
-}
 
-impl JudgeOptions {
-    /// The judge these options name (its id and how it builds requests).
-    pub fn judge(&self) -> Result<Judge> {
-        Ok(match &self.backend {
-            JudgeBackend::Heuristic => Judge::Heuristic,
-            JudgeBackend::Llm(config) => Judge::Llm {
-                model: config.model.clone(),
-                prompts: Arc::new(match &self.prompts {
-                    Some(dir) => JudgePrompts::load(dir)
-                        .map_err(|e| PipelineError::Config(format!("judge prompts: {e}")))?,
-                    None => JudgePrompts::embedded(),
-                }),
-            },
-        })
+    async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
+        Ok(BTreeMap::from([("judge".into(), pipeline.judge()?.id())]))
     }
-}
 
-/// What a judge run did.
-#[derive(Debug, Clone, PartialEq)]
-pub struct JudgeSummary {
-    /// The judge id.
-    pub judge: String,
-    /// QA pairs read.
-    pub questions: usize,
-    /// Criterion requests, five per QA pair: the calls a judge without dedup would make.
-    pub requests: usize,
-    /// Distinct inputs judged in this run (the calls made; `plan_only`: that would be made).
-    pub judged: usize,
-    /// Of those, verdicts without usable levels (unparseable answers, failed calls).
-    pub unusable: usize,
-    /// Whether nothing was judged or written.
-    pub plan_only: bool,
-    /// LLM call accounting (`None` for the heuristic judge).
-    pub llm: Option<CallStats>,
-    /// Wall time in seconds.
-    pub seconds: f64,
-}
-
-impl JudgeSummary {
-    /// Judged inputs per naive request.
-    pub fn call_ratio(&self) -> f64 {
-        self.judged as f64 / self.requests.max(1) as f64
-    }
-}
-
-impl std::fmt::Display for JudgeSummary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let verb = if self.plan_only {
-            "would judge"
-        } else {
-            "judged"
+    async fn prepare(&self, pipeline: &Pipeline, mode: RunMode) -> Result<Prepared> {
+        let judge = Arc::new(pipeline.judge()?);
+        let id = judge.id();
+        let requests = ScalarUDF::from(JudgeRequestsFunc::new(Arc::clone(&judge)));
+        let (verdict, client) = match pipeline.config().judge.as_str() {
+            "llm" if mode == RunMode::Write => {
+                let config = pipeline.required_llm("judge")?;
+                let client = cached_client(pipeline, config, &format!("judge-{id}")).await?;
+                let verdict = AsyncScalarUDF::new(Arc::new(LlmVerdictFunc::new(
+                    Arc::clone(&client),
+                    id.clone(),
+                )))
+                .into_scalar_udf();
+                (verdict, Some(client))
+            }
+            _ => (ScalarUDF::from(HeuristicVerdictFunc::new()), None),
         };
-        write!(
-            f,
-            "judge ({}): {} QA pairs, {} criterion requests (5 per pair), {verb} {} distinct \
-             inputs ({:.1} % of the requests), {} unusable, in {:.1} s",
-            self.judge,
-            self.questions,
-            self.requests,
-            self.judged,
-            100.0 * self.call_ratio(),
-            self.unusable,
-            self.seconds
-        )?;
-        if let Some(stats) = &self.llm {
-            write!(
-                f,
-                "; LLM: {} requests, {} from llm_calls, {} sent, {} failed, {} prompt + {} \
-                 completion tokens",
-                stats.requested,
-                stats.cache_hits,
-                stats.sent,
-                stats.failures,
-                stats.prompt_tokens,
-                stats.completion_tokens
-            )?;
+        let ctx = pipeline.lake().session().await?;
+        let judged = Judged::read(&ctx).await?;
+        Ok(Prepared::new(
+            vec![requests, verdict],
+            vec![("judge", ScalarValue::from(id.as_str()))],
+        )
+        .with_hooks(JudgeHooks {
+            judge: id,
+            judged,
+            client,
+            count_only: mode == RunMode::CountOnly,
+            questions: 0,
+            requests: 0,
+            pending: 0,
+            unusable: 0,
+        }))
+    }
+
+    fn describe(&self, report: &StageReport) -> String {
+        let count_only = report.metrics.get("plan_only") == Some(&true.into());
+        let verb = if count_only { "would judge" } else { "judged" };
+        let (requests, judged) = (report.metric("requests"), report.metric("judged"));
+        let mut line = format!(
+            "judge ({}): {} QA pairs, {requests} criterion requests (5 per pair), {verb} \
+             {judged} distinct inputs ({:.1} % of the requests), {} unusable, in {:.1} s",
+            report.metric_text("judge"),
+            report.metric("questions"),
+            100.0 * judged as f64 / requests.max(1) as f64,
+            report.metric("unusable"),
+            report.seconds
+        );
+        if report.metrics.contains_key("llm_requested") {
+            line.push_str(&describe_llm(report));
         }
-        Ok(())
+        line
     }
 }
 
@@ -186,7 +151,7 @@ impl Judged {
         let mut judged = Judged {
             batches: Vec::new(),
         };
-        for batch in collect(ctx, STAGE, &sql).await? {
+        for batch in collect(ctx, "judge", &sql).await? {
             judged.push(batch.column(0))?;
         }
         Ok(judged)
@@ -194,9 +159,9 @@ impl Judged {
 
     fn push(&mut self, hashes: &Arc<dyn Array>) -> Result<()> {
         let hashes =
-            cast(hashes, &DataType::Utf8).map_err(|e| PipelineError::query(STAGE, e.into()))?;
+            cast(hashes, &DataType::Utf8).map_err(|e| PipelineError::query("judge", e.into()))?;
         let batch = RecordBatch::try_new(Self::schema(), vec![hashes])
-            .map_err(|e| PipelineError::query(STAGE, e.into()))?;
+            .map_err(|e| PipelineError::query("judge", e.into()))?;
         self.batches.push(batch);
         Ok(())
     }
@@ -210,8 +175,8 @@ impl Judged {
             ) else {
                 continue;
             };
-            let errors =
-                cast(errors, &DataType::Utf8).map_err(|e| PipelineError::query(STAGE, e.into()))?;
+            let errors = cast(errors, &DataType::Utf8)
+                .map_err(|e| PipelineError::query("judge", e.into()))?;
             let ok: BooleanArray = errors
                 .as_string::<i32>()
                 .iter()
@@ -226,195 +191,87 @@ impl Judged {
                 vec![Arc::clone(hashes)],
             )
             .and_then(|b| filter_record_batch(&b, &ok))
-            .map_err(|e| PipelineError::query(STAGE, e.into()))?;
+            .map_err(|e| PipelineError::query("judge", e.into()))?;
             self.push(hashes.column(0))?;
         }
         Ok(())
     }
 }
 
-/// The functions of a judge run and, for an LLM, its client.
-fn functions(
-    lake_judge: &Judge,
-    options: &JudgeOptions,
-    cache: Option<Arc<LakeCache>>,
-) -> Result<(Vec<ScalarUDF>, Option<Arc<LlmClient>>)> {
-    let judge = Arc::new(lake_judge.clone());
-    let requests = ScalarUDF::from(JudgeRequestsFunc::new(Arc::clone(&judge)));
-    match (&options.backend, cache) {
-        (JudgeBackend::Llm(config), Some(cache)) => {
-            let client = Arc::new(
-                LlmClient::new(config.as_ref().clone())?
-                    .with_cache(cache)
-                    .with_prompt_version(format!("judge-{}", judge.id()))
-                    .with_progress(options.progress),
-            );
-            let verdict = AsyncScalarUDF::new(Arc::new(LlmVerdictFunc::new(
-                Arc::clone(&client),
-                judge.id(),
-            )))
-            .into_scalar_udf();
-            Ok((vec![requests, verdict], Some(client)))
-        }
-        _ => Ok((
-            vec![requests, ScalarUDF::from(HeuristicVerdictFunc::new())],
-            None,
-        )),
+/// The judge run's state: what is judged, the LLM client, and the counts.
+struct JudgeHooks {
+    judge: String,
+    judged: Judged,
+    client: Option<Arc<LlmClient>>,
+    count_only: bool,
+    questions: usize,
+    requests: usize,
+    pending: usize,
+    unusable: usize,
+}
+
+#[async_trait]
+impl RunHooks for JudgeHooks {
+    async fn before_chunk(&mut self, ctx: &SessionContext, _chunk: ChunkInfo<'_>) -> Result<()> {
+        self.questions += count(ctx, "judge", "SELECT count(*) FROM qa").await?;
+        register(
+            ctx,
+            "judge",
+            "judged",
+            Judged::schema(),
+            &self.judged.batches,
+        )
     }
-}
 
-/// Runs the stage over every QA pair; appends the new verdicts to `qa_judgements`.
-pub async fn run(lake: &Lake, options: &JudgeOptions) -> Result<JudgeSummary> {
-    run_scoped(lake, options, &Scope::All).await
-}
-
-/// Runs the stage over the QA pairs of `scope`'s studies.
-pub async fn run_scoped(
-    lake: &Lake,
-    options: &JudgeOptions,
-    scope: &Scope,
-) -> Result<JudgeSummary> {
-    let started = Instant::now();
-    let judge = options.judge()?;
-    let id = judge.id();
-    let cache = match &options.backend {
-        JudgeBackend::Llm(config) if !options.plan_only => {
-            Some(LakeCache::open(lake, config.endpoint.as_str(), &config.model).await?)
-        }
-        _ => None,
-    };
-    let (functions, client) = functions(&judge, options, cache)?;
-    // The qa stage's version: a grade run interrupted after some chunks leaves the newest
-    // version partial, and grade reads the source version too.
-    let source = crate::grade::source_version(lake).await?;
-    let pinned = HashMap::from([("qa".to_string(), source)]);
-    let lake_ctx = lake.session_with(&pinned).await?;
-    // A scoped run counts its chunks' questions (without a scan of `qa`).
-    let mut questions = match scope {
-        Scope::All => count(&lake_ctx, STAGE, "SELECT count(*) FROM qa").await?,
-        Scope::Studies(_) => 0,
-    };
-    let fingerprint = json!({
-        "inputs": {
-            "qa": source,
-            "reports": lake.table("reports").await?.version(),
-        },
-        "judge": id,
-        "sql": sql_hash(SQL),
-        "code": env!("CARGO_PKG_VERSION"),
-    });
-    let statements = statements(STAGE, SQL)?;
-    let mut judged = Judged::read(&lake_ctx).await?;
-    tracing::debug!(
-        stage = STAGE,
-        seconds = started.elapsed().as_secs_f64(),
-        "judged hashes read"
-    );
-    let chunks: Vec<Vec<String>> = match scope.studies() {
-        None => patient_ranges(&lake_ctx, STAGE, "qa", options.chunk_patients)
-            .await?
-            .into_iter()
-            .map(|(first, last)| vec![first, last])
-            .collect(),
-        Some(ids) => ids
-            .iter()
-            .cloned()
-            .collect::<Vec<_>>()
-            .chunks(options.chunk_patients.saturating_mul(30).max(1))
-            .map(<[String]>::to_vec)
-            .collect(),
-    };
-    let params = [("judge", ScalarValue::from(id.as_str()))];
-    let (mut requests, mut new, mut unusable) = (0, 0, 0);
-    for (chunk, rows) in chunks.iter().enumerate() {
-        let rows = match scope {
-            Scope::All => Rows::Patients(&rows[0], &rows[1]),
-            Scope::Studies(_) => Rows::Studies(rows),
-        };
-        let ctx = chunk_context(lake, &lake_ctx, &pinned, STAGE, &INPUTS, rows, &functions).await?;
-        if let Scope::Studies(_) = scope {
-            questions += count(&ctx, STAGE, "SELECT count(*) FROM qa").await?;
-        }
-        register(&ctx, STAGE, "judged", Judged::schema(), &judged.batches)?;
-        let mut verdicts = Vec::new();
-        for statement in &statements {
-            if options.plan_only && statement.is_table {
-                continue;
-            }
-            let step = Instant::now();
-            let (schema, batches) = run_statement(&ctx, STAGE, statement, &params).await?;
-            let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
-            tracing::info!(
-                stage = STAGE,
-                statement = statement.name.as_str(),
-                chunk = chunk + 1,
-                rows,
-                seconds = step.elapsed().as_secs_f64(),
-                "statement done"
-            );
-            match statement.name.as_str() {
-                "requests" => requests += rows,
-                "pending" => {
-                    new += rows;
-                    if options.plan_only {
-                        for batch in &batches {
-                            if let Some(hashes) = batch.column_by_name("content_hash") {
-                                judged.push(hashes)?;
-                            }
+    async fn after_statement(
+        &mut self,
+        _ctx: &SessionContext,
+        statement: &Statement,
+        batches: &[RecordBatch],
+    ) -> Result<()> {
+        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        match statement.name.as_str() {
+            "requests" => self.requests += rows,
+            "pending" => {
+                self.pending += rows;
+                if self.count_only {
+                    for batch in batches {
+                        if let Some(hashes) = batch.column_by_name("content_hash") {
+                            self.judged.push(hashes)?;
                         }
                     }
                 }
-                _ => {}
             }
-            register(&ctx, STAGE, &statement.name, schema, &batches)?;
-            if statement.is_table {
-                verdicts = batches;
+            TABLE => {
+                if self.client.is_some() {
+                    refuse_if_every_call_failed(batches)?;
+                }
+                self.unusable += batches
+                    .iter()
+                    .filter_map(|b| b.column_by_name("error"))
+                    .map(|e| e.len() - e.null_count())
+                    .sum::<usize>();
+                self.judged.add(batches)?;
             }
+            _ => {}
         }
-        if options.plan_only {
-            continue;
-        }
-        if client.is_some() {
-            refuse_if_every_call_failed(&verdicts)?;
-        }
-        unusable += verdicts
-            .iter()
-            .filter_map(|b| b.column_by_name("error"))
-            .map(|e| e.len() - e.null_count())
-            .sum::<usize>();
-        judged.add(&verdicts)?;
-        let rows: usize = verdicts.iter().map(RecordBatch::num_rows).sum();
-        let batches = verdicts
-            .iter()
-            .filter(|b| b.num_rows() > 0)
-            .map(|b| conform(STAGE, TABLE, b))
-            .collect::<Result<Vec<_>>>()?;
-        if batches.is_empty() {
-            continue;
-        }
-        let commit = StageCommit::new(STAGE)
-            .with_fingerprint(fingerprint.clone())
-            .with_metrics(json!({
-                "rows": rows,
-                "chunk": chunk + 1,
-                "chunks": chunks.len(),
-            }));
-        lake.write(TABLE)
-            .append()
-            .commit(commit)
-            .execute(batches)
-            .await?;
+        Ok(())
     }
-    Ok(JudgeSummary {
-        judge: id,
-        questions,
-        requests,
-        judged: new,
-        unusable,
-        plan_only: options.plan_only,
-        llm: client.map(|c| c.stats()),
-        seconds: started.elapsed().as_secs_f64(),
-    })
+
+    async fn finish(&mut self, _pipeline: &Pipeline, _scope: &Scope) -> Result<Metrics> {
+        let mut metrics = Metrics::from([
+            ("judge".to_string(), self.judge.clone().into()),
+            ("questions".to_string(), self.questions.into()),
+            ("requests".to_string(), self.requests.into()),
+            ("judged".to_string(), self.pending.into()),
+            ("unusable".to_string(), self.unusable.into()),
+            ("plan_only".to_string(), self.count_only.into()),
+        ]);
+        if let Some(client) = &self.client {
+            metrics.extend(llm_metrics(&client.stats()));
+        }
+        Ok(metrics)
+    }
 }
 
 /// Fails when every verdict of a chunk is a failed LLM call: the endpoint is down or does not
@@ -427,7 +284,7 @@ fn refuse_if_every_call_failed(verdicts: &[RecordBatch]) -> Result<()> {
             continue;
         };
         let errors =
-            cast(errors, &DataType::Utf8).map_err(|e| PipelineError::query(STAGE, e.into()))?;
+            cast(errors, &DataType::Utf8).map_err(|e| PipelineError::query("judge", e.into()))?;
         rows += errors.len();
         for error in errors.as_string::<i32>().iter().flatten() {
             if error.starts_with(CALL_FAILED) {

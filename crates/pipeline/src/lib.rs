@@ -1,11 +1,20 @@
-//! cxrlake's pipeline stages. Each stage is a SQL file in `sql/` (stage name = file name = module
-//! name) run by DataFusion over the lake with cxrlake's UDFs; its result is committed to the lake
-//! with a fingerprint of what it was computed from.
+//! cxrlake's pipeline: stage definitions and the one runner that executes them.
+//!
+//! A stage is a SQL file in `sql/` (stage name = file name = module name) with a
+//! [`stage::StageDef`] and a small [`stage::Stage`] implementation; `runner.rs` runs every stage
+//! (chunked, scoped, resumable, with progress), `stages.rs` declares the graph, `incremental.rs`
+//! decides what is stale, and the lake remembers the settings of each run (`settings.rs`).
+//!
+//! ```text
+//! Pipeline (lake + resolved settings + definitions) ──► stages::graph()
+//!    plan / run ──► incremental::decide per stage ──► runner::run ──► commits with Fingerprint
+//! ```
 
 pub mod balance;
 pub mod error;
 pub mod evaluate;
 pub mod extract;
+pub mod fingerprint;
 pub mod grade;
 pub mod graph;
 pub mod incremental;
@@ -13,10 +22,26 @@ pub mod judge;
 mod llm_calls;
 pub mod localize;
 pub mod map;
+mod pipeline;
+mod progress;
 pub mod qa;
+pub mod refdefs;
+mod runner;
 pub mod scope;
-mod stage;
+pub mod settings;
+mod sql;
+pub mod stage;
+pub mod stages;
 
 pub use error::{PipelineError, Result};
+pub use fingerprint::{CommitMetrics, Fingerprint};
+pub use incremental::{Plan, StagePlan};
 pub use llm_calls::LakeCache;
+pub use pipeline::{Pipeline, PipelineBuilder};
+pub use runner::RUN_SCOPE_TABLE;
 pub use scope::Scope;
+pub use sql::{Statement, sql_hash, statements};
+pub use stage::{
+    ChunkInfo, Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef,
+    StageReport, Writes,
+};

@@ -259,7 +259,7 @@ fn strings(batch: &RecordBatch, name: &str) -> Result<StringArray> {
 fn schema_error(reason: String) -> PipelineError {
     PipelineError::Schema {
         stage: "extract",
-        table: TABLE,
+        table: TABLE.to_string(),
         reason,
     }
 }
@@ -383,4 +383,51 @@ impl ResponseCache for LakeCache {
             .map_err(|e| LlmError::Cache(format!("{}: {e}", self.journal_path.display())))?;
         Ok(())
     }
+}
+
+/// An LLM client's call accounting as stage metrics (`llm_requested`, `llm_sent`, …).
+pub(crate) fn llm_metrics(stats: &cxrlake_llm::CallStats) -> crate::stage::Metrics {
+    crate::stage::Metrics::from([
+        ("llm_requested".to_string(), stats.requested.into()),
+        ("llm_cache_hits".to_string(), stats.cache_hits.into()),
+        ("llm_sent".to_string(), stats.sent.into()),
+        ("llm_retries".to_string(), stats.retries.into()),
+        ("llm_failures".to_string(), stats.failures.into()),
+        ("llm_prompt_tokens".to_string(), stats.prompt_tokens.into()),
+        (
+            "llm_completion_tokens".to_string(),
+            stats.completion_tokens.into(),
+        ),
+    ])
+}
+
+/// `; LLM: N requests, …` of a report with [`llm_metrics`].
+pub(crate) fn describe_llm(report: &crate::stage::StageReport) -> String {
+    format!(
+        "; LLM: {} requests, {} from llm_calls, {} sent, {} retries, {} failed, {} prompt + {} \
+         completion tokens",
+        report.metric("llm_requested"),
+        report.metric("llm_cache_hits"),
+        report.metric("llm_sent"),
+        report.metric("llm_retries"),
+        report.metric("llm_failures"),
+        report.metric("llm_prompt_tokens"),
+        report.metric("llm_completion_tokens"),
+    )
+}
+
+/// A client for `config` whose answers are cached in the lake's `llm_calls` under
+/// `prompt_version`, with the pipeline's progress bar.
+pub(crate) async fn cached_client(
+    pipeline: &crate::pipeline::Pipeline,
+    config: cxrlake_llm::LlmConfig,
+    prompt_version: &str,
+) -> Result<Arc<cxrlake_llm::LlmClient>> {
+    let cache = LakeCache::open(pipeline.lake(), config.endpoint.as_str(), &config.model).await?;
+    Ok(Arc::new(
+        cxrlake_llm::LlmClient::new(config)?
+            .with_cache(cache)
+            .with_prompt_version(prompt_version)
+            .with_progress(pipeline.shows_progress()),
+    ))
 }

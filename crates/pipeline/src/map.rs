@@ -1,5 +1,6 @@
 //! The `map` stage (`sql/map.sql`): `observations` from `observations_raw`, every extracted tag
-//! mapped onto the reference definitions with an embedder (paper 000, E.1.3).
+//! mapped onto the reference definitions with an embedder (paper 000, E.1.3), by crate
+//! `cxrlake-map`.
 //!
 //! The lexical embedder (default) needs no set-up and is not cached: computing a vector takes
 //! microseconds. A model embedder (`onnx`) embeds each distinct text once: vectors are read
@@ -7,14 +8,13 @@
 //! ones are computed in batches before the SQL runs, and the new ones are appended afterwards,
 //! so a rerun, or a rerun after a reference-definition edit, embeds nothing it has seen.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::Instant;
 
-use cxrlake_embed::{Embedder, LexicalEmbedder, OnnxEmbedder};
+use async_trait::async_trait;
+use cxrlake_embed::Embedder;
 use cxrlake_lake::{Lake, StageCommit};
-use cxrlake_map::{ConceptIndex, Reference};
+use cxrlake_map::{ConceptIndex, ConceptKind, Reference};
 use cxrlake_refdefs::RefDefs;
 use cxrlake_udfs::map::{MapObservationsFunc, MatchConceptFunc};
 use datafusion::arrow::array::{AsArray, ListArray, RecordBatch, StringArray};
@@ -27,215 +27,312 @@ use serde_json::json;
 use sha2::Digest;
 
 use crate::error::{PipelineError, Result};
+use crate::fingerprint::Fingerprint;
+use crate::incremental::{StagePlan, number, refdefs_change, rescope_other_definitions};
+use crate::pipeline::Pipeline;
+use crate::refdefs::mentions;
 use crate::scope::Scope;
-use crate::stage::{ChunkedStage, collect, count, first_column_strings, sql_hash};
+use crate::sql::{collect, count, first_column_strings};
+use crate::stage::{
+    Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef, StageReport, Writes,
+};
 
-/// Stage name (= SQL file name = module name).
-pub const STAGE: &str = "map";
-/// The stage's SQL.
-pub const SQL: &str = include_str!("../../../sql/map.sql");
+/// The stage's declaration.
+pub static DEF: StageDef = StageDef {
+    name: "map",
+    doc: "observations: extracted tags mapped onto the reference definitions",
+    sql: include_str!("../../../sql/map.sql"),
+    inputs: &["observations_raw"],
+    side_inputs: &[],
+    outputs: &["observations"],
+    settings: &[
+        "refdefs",
+        "embedder",
+        "onnx_model",
+        "onnx_tokenizer",
+        "match_threshold",
+        "chunk_patients",
+    ],
+    chunking: Chunking::Patients { default: 5000 },
+    writes: Writes::Replace,
+    coverage: Coverage::PerStudy,
+    detects_changes: true,
+    reads_synonyms: true,
+};
 
-/// Tables the stage reads.
-const INPUTS: [&str; 1] = ["observations_raw"];
 /// Texts per batch handed to a model embedder.
 const EMBED_BATCH: usize = 64;
 
-/// Which embedder maps tags.
-#[derive(Debug, Clone, Default)]
-pub enum EmbedderChoice {
-    /// Hashed words and character trigrams (no set-up).
-    #[default]
-    Lexical,
-    /// A sentence-transformer exported to ONNX with its tokenizer.json.
-    Onnx {
-        /// The model file.
-        model: PathBuf,
-        /// Its tokenizer.json.
-        tokenizer: PathBuf,
-    },
+/// The `map` stage.
+#[derive(Debug)]
+pub struct Map;
+
+/// `(study_id, kind, text)` of every text the mapping looks up: the stage's own `studies`
+/// statement (`sql/map.sql`) with `map_texts`, the one splitting rule `map_observations` uses.
+fn texts_by_study_sql() -> Result<String> {
+    let studies = crate::sql::statements("map", DEF.sql, &|t| DEF.outputs.contains(&t))?
+        .into_iter()
+        .find(|s| s.name == "studies")
+        .ok_or_else(|| PipelineError::Sql {
+            file: "sql/map.sql".into(),
+            reason: "no `-- @step studies` statement (the studies' raw observations)".into(),
+        })?;
+    Ok(format!(
+        "SELECT study_id, t['kind'] AS kind, t['text'] AS text \
+         FROM (SELECT study_id, unnest(map_texts(raw)) AS t FROM ({}))",
+        studies.sql
+    ))
 }
 
-impl EmbedderChoice {
-    /// The choice named by the configuration keys `embedder`, `onnx_model`, `onnx_tokenizer`.
-    pub fn from_settings(name: &str, model: &str, tokenizer: &str) -> Result<Self> {
-        match name {
-            "" | "lexical" => Ok(Self::Lexical),
-            "onnx" if !model.is_empty() && !tokenizer.is_empty() => Ok(Self::Onnx {
-                model: model.into(),
-                tokenizer: tokenizer.into(),
-            }),
-            "onnx" => Err(PipelineError::Config(
-                "embedder onnx needs onnx_model and onnx_tokenizer (--onnx-model FILE \
-                 --onnx-tokenizer FILE)"
-                    .into(),
-            )),
-            other => Err(PipelineError::Config(format!(
-                "unknown embedder '{other}': use lexical or onnx"
-            ))),
-        }
+/// The distinct texts the mapping looks up (a model embedder embeds them up front).
+fn texts_sql() -> Result<String> {
+    Ok(format!(
+        "SELECT DISTINCT text FROM ({})",
+        texts_by_study_sql()?
+    ))
+}
+
+/// The match threshold as the mapping uses it.
+fn threshold(pipeline: &Pipeline) -> f32 {
+    pipeline.config().match_threshold as f32
+}
+
+#[async_trait]
+impl Stage for Map {
+    fn def(&self) -> &'static StageDef {
+        &DEF
     }
 
-    /// Loads the embedder.
-    pub fn load(&self) -> Result<Arc<dyn Embedder>> {
-        match self {
-            Self::Lexical => Ok(Arc::new(LexicalEmbedder::new())),
-            Self::Onnx { model, tokenizer } => Ok(Arc::new(
-                OnnxEmbedder::load(model, tokenizer, 128).map_err(PipelineError::Embed)?,
-            )),
-        }
+    async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
+        Ok(BTreeMap::from([
+            ("refdefs".into(), pipeline.defs().fingerprint().to_string()),
+            ("embedder".into(), pipeline.embedder()?.id().to_string()),
+            ("match_threshold".into(), threshold(pipeline).to_string()),
+        ]))
     }
-}
 
-/// Options of the map stage.
-#[derive(Debug, Clone)]
-pub struct MapOptions {
-    /// The embedder.
-    pub embedder: EmbedderChoice,
-    /// Cosine similarity a tag needs to map onto a reference tag.
-    pub threshold: f32,
-    /// Patients per chunk.
-    pub chunk_patients: usize,
-}
-
-impl Default for MapOptions {
-    fn default() -> Self {
-        Self {
-            embedder: EmbedderChoice::Lexical,
-            threshold: cxrlake_embed::DEFAULT_MATCH_THRESHOLD,
-            chunk_patients: 5000,
+    async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
+        let defs = pipeline.defs();
+        let threshold = threshold(pipeline);
+        if !(threshold.is_finite() && threshold <= 1.0) {
+            return Err(PipelineError::Config(format!(
+                "cxrlake.match_threshold must be a cosine similarity of at most 1, got {threshold}"
+            )));
         }
-    }
-}
-
-/// What a map run did.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MapSummary {
-    /// The `embedder` value of every row.
-    pub embedder: String,
-    /// Raw observations read.
-    pub raw_observations: usize,
-    /// Observations written.
-    pub observations: usize,
-    /// Texts embedded by this run (0 for the lexical embedder, which is not cached).
-    pub embedded: usize,
-    /// Vectors read from the `embeddings` cache.
-    pub cached: usize,
-    /// Wall time in seconds.
-    pub seconds: f64,
-}
-
-impl std::fmt::Display for MapSummary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "map ({}): {} raw observations → {} observations in {:.1} s ({:.0} observations/s); {} texts embedded, {} from the embeddings cache",
-            self.embedder,
-            self.raw_observations,
-            self.observations,
-            self.seconds,
-            self.raw_observations as f64 / self.seconds.max(1e-9),
-            self.embedded,
-            self.cached,
+        let ctx = pipeline.lake().session().await?;
+        let embedder = pipeline.embedder()?;
+        let mut texts = Vec::new();
+        let mut preloaded = HashMap::new();
+        if !embedder.is_cheap() {
+            texts = first_column_strings("map", &collect(&ctx, "map", &texts_sql()?).await?)?;
+            texts.extend(ConceptIndex::reference_texts(defs));
+            preloaded = read_cache(&ctx, embedder.id(), &texts).await?;
+        }
+        let cached = preloaded.len();
+        let concepts = Arc::new(
+            ConceptIndex::new(defs, embedder.clone(), threshold, preloaded)
+                .map_err(PipelineError::Embed)?,
+        );
+        concepts
+            .prefetch(&texts, EMBED_BATCH)
+            .map_err(PipelineError::Embed)?;
+        let reference = Arc::new(Reference::new(defs));
+        Ok(Prepared::new(
+            vec![
+                ScalarUDF::from(MatchConceptFunc::new(concepts.clone())),
+                ScalarUDF::from(MapObservationsFunc::new(concepts.clone(), reference)),
+            ],
+            vec![("embedder", ScalarValue::from(embedder.id()))],
         )
+        .with_hooks(MapHooks {
+            concepts,
+            embedder,
+            cached,
+        }))
     }
-}
 
-/// Every text the mapping matches, by study: the tags of the raw observations and the
-/// (region, entity part) pairs `map_observations` tries.
-pub(crate) const TEXTS_BY_STUDY_SQL: &str = "
-SELECT study_id, text FROM (
-    SELECT study_id, entity AS text FROM observations_raw
-    UNION ALL SELECT study_id, name FROM observations_raw
-    UNION ALL SELECT study_id, summary_sentence FROM observations_raw
-    UNION ALL SELECT study_id, probability FROM observations_raw
-    UNION ALL SELECT study_id, change FROM observations_raw
-    UNION ALL SELECT study_id, unnest(regions) FROM observations_raw
-    UNION ALL SELECT study_id, unnest(modifiers) FROM observations_raw
-    UNION ALL SELECT study_id, trim(region) || ' ' || trim(part) FROM (
-        SELECT study_id, region, unnest(parts) AS part FROM (
-            SELECT study_id,
-                   unnest(regions) AS region,
-                   string_to_array(regexp_replace(entity, ' and |;|/', ',', 'g'), ',') AS parts
-            FROM observations_raw
+    async fn rescope(
+        &self,
+        pipeline: &Pipeline,
+        last: &Fingerprint,
+        now: &BTreeMap<String, String>,
+        plan: &mut StagePlan,
+    ) -> Result<()> {
+        rescope_other_definitions(last, now, plan, &["refdefs", "match_threshold"]);
+        if plan.scope.is_all() {
+            return Ok(());
+        }
+        let old_threshold = number(&last.definitions, "match_threshold").unwrap_or(f64::NAN) as f32;
+        let threshold_changed = old_threshold != threshold(pipeline);
+        let change = refdefs_change(pipeline, last).await?;
+        let old_defs = match &change {
+            Some(Ok(c)) if c.structural => {
+                plan.all(c.describe());
+                return Ok(());
+            }
+            Some(Err(reason)) => {
+                plan.all(reason.clone());
+                return Ok(());
+            }
+            Some(Ok(c)) => Some(&c.old),
+            None => None,
+        };
+        if !threshold_changed && old_defs.is_none() {
+            return Ok(());
+        }
+        let terms = match &change {
+            Some(Ok(c)) => c.terms.clone(),
+            _ => BTreeSet::new(),
+        };
+        let studies = remapped_studies(
+            pipeline,
+            old_defs.unwrap_or(pipeline.defs()),
+            old_threshold,
+            &terms,
         )
-    )
-) WHERE text IS NOT NULL AND text <> ''";
-
-/// The distinct texts the mapping matches (a model embedder embeds them up front).
-pub(crate) fn texts_sql() -> String {
-    format!("SELECT DISTINCT text FROM ({TEXTS_BY_STUDY_SQL})")
-}
-
-/// Runs the stage over the whole lake and replaces `observations`.
-pub async fn run(lake: &Lake, defs: &RefDefs, options: &MapOptions) -> Result<MapSummary> {
-    Ok(run_scoped(lake, defs, options, &Scope::All, false).await?.0)
-}
-
-/// Runs the stage over `scope`'s studies and replaces their rows; returns the studies whose
-/// observations changed (with `detect`, else the scope).
-pub async fn run_scoped(
-    lake: &Lake,
-    defs: &RefDefs,
-    options: &MapOptions,
-    scope: &Scope,
-    detect: bool,
-) -> Result<(MapSummary, Scope)> {
-    let started = Instant::now();
-    let ctx = lake.session().await?;
-    let embedder = options.embedder.load()?;
-    let mut texts = Vec::new();
-    let mut preloaded = HashMap::new();
-    if !embedder.is_cheap() {
-        texts = first_column_strings(STAGE, &collect(&ctx, STAGE, &texts_sql()).await?)?;
-        texts.extend(ConceptIndex::reference_texts(defs));
-        preloaded = read_cache(&ctx, embedder.id(), &texts).await?;
-    }
-    let cached = preloaded.len();
-    let concepts = Arc::new(
-        ConceptIndex::new(defs, embedder.clone(), options.threshold, preloaded)
-            .map_err(PipelineError::Embed)?,
-    );
-    concepts
-        .prefetch(&texts, EMBED_BATCH)
-        .map_err(PipelineError::Embed)?;
-    let reference = Arc::new(Reference::new(defs));
-    let raw_observations = count(&ctx, STAGE, "SELECT count(*) FROM observations_raw").await?;
-    let stage = ChunkedStage {
-        stage: STAGE,
-        sql: SQL,
-        inputs: &INPUTS,
-        functions: vec![
-            ScalarUDF::from(MatchConceptFunc::new(concepts.clone())),
-            ScalarUDF::from(MapObservationsFunc::new(concepts.clone(), reference)),
-        ],
-        params: vec![("embedder", ScalarValue::from(embedder.id()))],
-        chunk_patients: options.chunk_patients,
-    };
-    let fingerprint = json!({
-        "inputs": stage.input_versions(lake).await?,
-        "refdefs": defs.fingerprint(),
-        "embedder": embedder.id(),
-        "threshold": options.threshold,
-        "sql": sql_hash(SQL),
-        "code": env!("CARGO_PKG_VERSION"),
-    });
-    let run = stage
-        .run_scoped(lake, &HashMap::new(), &fingerprint, scope, detect)
         .await?;
-    let rows = run.rows;
-    let computed = concepts.computed_vectors();
-    if !computed.is_empty() {
-        write_cache(lake, embedder.id(), &computed).await?;
+        let mut why = Vec::new();
+        if threshold_changed {
+            why.push(format!(
+                "match threshold {old_threshold} → {}",
+                threshold(pipeline)
+            ));
+        }
+        if let Some(Ok(c)) = &change {
+            why.push(c.describe());
+        }
+        plan.note(format!(
+            "{}: {} with a tag whose match changed",
+            why.join("; "),
+            studies.describe()
+        ));
+        plan.scope.extend(&studies);
+        Ok(())
     }
-    let summary = MapSummary {
-        embedder: embedder.id().to_string(),
-        raw_observations,
-        observations: rows.iter().map(|(_, n)| n).sum(),
-        embedded: computed.len(),
-        cached,
-        seconds: started.elapsed().as_secs_f64(),
+
+    fn describe(&self, report: &StageReport) -> String {
+        format!(
+            "map ({}): {} raw observations → {} observations in {:.1} s ({:.0} observations/s); \
+             {} texts embedded, {} from the embeddings cache",
+            report.metric_text("embedder"),
+            report.metric("raw_observations"),
+            report.rows("observations"),
+            report.seconds,
+            report.metric("raw_observations") as f64 / report.seconds.max(1e-9),
+            report.metric("embedded"),
+            report.metric("cached"),
+        )
+    }
+}
+
+/// The map run's state: the concept index, whose newly computed vectors go to the cache.
+struct MapHooks {
+    concepts: Arc<ConceptIndex>,
+    embedder: Arc<dyn Embedder>,
+    cached: usize,
+}
+
+#[async_trait]
+impl RunHooks for MapHooks {
+    async fn finish(&mut self, pipeline: &Pipeline, scope: &Scope) -> Result<Metrics> {
+        let computed = self.concepts.computed_vectors();
+        if !computed.is_empty() {
+            write_cache(pipeline.lake(), self.embedder.id(), &computed).await?;
+        }
+        let ctx = pipeline.lake().session().await?;
+        let raw = match scope {
+            Scope::All => count(&ctx, "map", "SELECT count(*) FROM observations_raw").await?,
+            Scope::Studies(_) => 0,
+        };
+        Ok(Metrics::from([
+            ("embedder".to_string(), self.embedder.id().into()),
+            ("raw_observations".to_string(), raw.into()),
+            ("embedded".to_string(), computed.len().into()),
+            ("cached".to_string(), self.cached.into()),
+        ]))
+    }
+}
+
+/// Studies with a text whose match differs between the old definitions and threshold and the
+/// current ones, or that mentions one of `terms`.
+async fn remapped_studies(
+    pipeline: &Pipeline,
+    old_defs: &RefDefs,
+    old_threshold: f32,
+    terms: &BTreeSet<String>,
+) -> Result<Scope> {
+    let ctx = pipeline.lake().session().await?;
+    let batches = collect(
+        &ctx,
+        "map",
+        &format!(
+            "SELECT DISTINCT kind, text FROM ({})",
+            texts_by_study_sql()?
+        ),
+    )
+    .await?;
+    let embedder = pipeline.embedder()?;
+    let index = |defs: &RefDefs, threshold: f32| {
+        ConceptIndex::new(defs, embedder.clone(), threshold, HashMap::new())
+            .map_err(PipelineError::Embed)
     };
-    Ok((summary, run.changed))
+    let old = index(old_defs, old_threshold)?;
+    let new = index(pipeline.defs(), threshold(pipeline))?;
+    // Kinds defined alike under one threshold map every text alike.
+    let threshold_changed = old_threshold != threshold(pipeline);
+    let mut changed: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
+    for batch in &batches {
+        let kinds = cast(batch.column(0), &DataType::Utf8)
+            .map_err(|e| PipelineError::query("map", e.into()))?;
+        let texts = cast(batch.column(1), &DataType::Utf8)
+            .map_err(|e| PipelineError::query("map", e.into()))?;
+        for (kind, text) in kinds
+            .as_string::<i32>()
+            .iter()
+            .zip(texts.as_string::<i32>().iter())
+        {
+            let (Some(kind), Some(text)) = (kind.and_then(ConceptKind::parse), text) else {
+                continue;
+            };
+            let lower = text.to_lowercase();
+            let mut differs = terms.iter().any(|t| mentions(&lower, t));
+            if !differs && (threshold_changed || !kind.defined_alike(old_defs, pipeline.defs())) {
+                let key = |h: Option<cxrlake_map::Hit<'_>>| {
+                    h.map(|h| (h.tag.to_string(), h.score.to_bits()))
+                };
+                differs = key(old.best(kind, text).map_err(PipelineError::Embed)?)
+                    != key(new.best(kind, text).map_err(PipelineError::Embed)?);
+            }
+            if differs {
+                changed
+                    .entry(kind.as_str())
+                    .or_default()
+                    .push(text.to_string());
+            }
+        }
+    }
+    if changed.is_empty() {
+        return Ok(Scope::none());
+    }
+    let quote = |t: &str| format!("'{}'", t.replace('\'', "''"));
+    let condition = changed
+        .iter()
+        .map(|(kind, texts)| {
+            let list = texts
+                .iter()
+                .map(|t| quote(t))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("(kind = {} AND text IN ({list}))", quote(kind))
+        })
+        .collect::<Vec<_>>()
+        .join(" OR ");
+    let sql = format!(
+        "SELECT DISTINCT study_id FROM ({}) WHERE {condition}",
+        texts_by_study_sql()?
+    );
+    let studies = first_column_strings("map", &collect(&ctx, "map", &sql).await?)?;
+    Ok(Scope::Studies(studies.into_iter().collect()))
 }
 
 fn text_hash(text: &str) -> String {
@@ -254,9 +351,9 @@ async fn read_cache(
         embedder.replace('\'', "''")
     );
     let mut out = HashMap::new();
-    for batch in collect(ctx, STAGE, &sql).await? {
+    for batch in collect(ctx, "map", &sql).await? {
         let hashes = cast(batch.column(0), &DataType::Utf8)
-            .map_err(|e| PipelineError::query(STAGE, e.into()))?;
+            .map_err(|e| PipelineError::query("map", e.into()))?;
         let hashes = hashes.as_string::<i32>();
         let vectors = batch.column(1).as_list::<i32>();
         for row in 0..batch.num_rows() {
@@ -283,7 +380,7 @@ async fn write_cache(lake: &Lake, embedder: &str, vectors: &[(String, Vec<f32>)]
             .map(|(_, v)| Some(v.iter().copied().map(Some).collect::<Vec<_>>())),
     );
     let lists = cast(&lists, schema.field(3).data_type())
-        .map_err(|e| PipelineError::query(STAGE, e.into()))?;
+        .map_err(|e| PipelineError::query("map", e.into()))?;
     let batch = RecordBatch::try_new(
         schema,
         vec![
@@ -293,9 +390,9 @@ async fn write_cache(lake: &Lake, embedder: &str, vectors: &[(String, Vec<f32>)]
             lists,
         ],
     )
-    .map_err(|e| PipelineError::query(STAGE, e.into()))?;
+    .map_err(|e| PipelineError::query("map", e.into()))?;
     let commit =
-        StageCommit::new(STAGE).with_metrics(json!({ "embedded": n, "embedder": embedder }));
+        StageCommit::new("map").with_metrics(json!({ "embedded": n, "embedder": embedder }));
     lake.write("embeddings")
         .append()
         .commit(commit)

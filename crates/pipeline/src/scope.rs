@@ -14,11 +14,11 @@ use datafusion::arrow::array::{Array, AsArray, RecordBatch, new_null_array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::hash_utils::{RandomState, create_hashes};
-use datafusion::prelude::{Expr, SessionContext, col, lit};
+use datafusion::prelude::{Expr, SessionContext};
 use futures::StreamExt;
 
 use crate::error::{PipelineError, Result};
-use crate::stage::conform;
+use crate::sql::conform;
 
 /// The studies a stage run covers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -151,9 +151,11 @@ pub(crate) fn digest(
 pub(crate) async fn table_digests(
     ctx: &SessionContext,
     stage: &'static str,
-    table: &'static str,
+    table: &str,
     filter: Option<Expr>,
 ) -> Result<Digests> {
+    // Rows as the table declares them (a table cxrlake does not declare: as read).
+    let schema = cxrlake_schemas::table(table).map(|t| (t.schema)());
     let frame = ctx
         .table(table)
         .await
@@ -173,7 +175,11 @@ pub(crate) async fn table_digests(
     while let Some(batch) = stream.next().await {
         let batch = batch.map_err(|e| PipelineError::query(stage, e))?;
         if batch.num_rows() > 0 {
-            digest(stage, &[conform(stage, table, &batch)?], &mut digests)?;
+            let batch = match &schema {
+                Some(schema) => conform(stage, table, schema, &batch)?,
+                None => batch,
+            };
+            digest(stage, &[batch], &mut digests)?;
         }
     }
     Ok(digests)
@@ -184,7 +190,7 @@ pub(crate) async fn table_digests(
 pub(crate) async fn study_digests_of(
     lake: &Lake,
     stage: &'static str,
-    table: &'static str,
+    table: &str,
     ids: &BTreeSet<String>,
 ) -> Result<Digests> {
     let batches = lake.read_studies(table, None, ids).await?;
@@ -209,11 +215,4 @@ pub(crate) fn changed(old: &Digests, new: &Digests) -> BTreeSet<String> {
         .map(|(id, _)| id.clone())
         .chain(new.keys().filter(|id| !old.contains_key(*id)).cloned())
         .collect()
-}
-
-/// A filter keeping the rows of `scope`'s studies (none for all).
-pub(crate) fn study_filter(scope: &Scope) -> Option<Expr> {
-    scope
-        .studies()
-        .map(|ids| col("study_id").in_list(ids.iter().map(lit).collect(), false))
 }

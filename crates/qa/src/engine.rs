@@ -16,7 +16,7 @@ use cxrlake_templates::{
 
 use crate::balance::{Balance, unit_hash};
 use crate::scene::{Localization, Obs, ObsKind, Scene};
-use cxrlake_graph::worst_quality;
+use cxrlake_graph::{LOCALIZATION_LEVELS, worst_quality};
 use cxrlake_map::{ObsQuality, Reference, RegionRef};
 
 /// A predicate over observations, naming a related subset.
@@ -209,14 +209,6 @@ impl Subsets {
         &self.sets[s.index()]
     }
 }
-
-const LOCALIZATION_LEVELS: [&str; 5] = [
-    "NO_LOCALIZATION",
-    "FALLBACK_LOCALIZATION",
-    "INCOMPLETE_LOCALIZATION",
-    "BOX_LOCALIZATION",
-    "BOX_AND_MASK_LOCALIZATION",
-];
 
 fn localization_rank(level: &str) -> usize {
     LOCALIZATION_LEVELS

@@ -92,10 +92,16 @@ pub fn region_box_rows(array: &ArrayRef) -> Result<Vec<Option<Vec<RegionBox>>>> 
     let mut missing = missing.into_iter();
     let mut all: Vec<RegionBox> = (0..rows.len())
         .map(|i| RegionBox {
-            image_id: if image
-                .is_valid(i) { image.value(i).to_string() } else { Default::default() },
-            region: if region
-                .is_valid(i) { region.value(i).to_string() } else { Default::default() },
+            image_id: if image.is_valid(i) {
+                image.value(i).to_string()
+            } else {
+                Default::default()
+            },
+            region: if region.is_valid(i) {
+                region.value(i).to_string()
+            } else {
+                Default::default()
+            },
             bboxes: bboxes(i),
             localization_reference_ids: references.next().unwrap_or_default(),
             missing_localization: missing.next().unwrap_or_default(),

@@ -26,7 +26,8 @@ pub fn assembled_type() -> DataType {
     let schema = scene_graphs();
     let field = |name: &str| -> Field {
         schema
-            .field_with_name(name).cloned()
+            .field_with_name(name)
+            .cloned()
             .unwrap_or_else(|_| text_list(name))
     };
     let indication = match schema

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use cxrlake_masks::{BBox, Rle};
 use cxrlake_refdefs::RefDefs;
-use cxrlake_schemas::types::{bboxes, key, text, text_list};
+use cxrlake_schemas::pipeline::region_boxes;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, BooleanBuilder, FixedSizeListBuilder, Float32Builder, ListArray,
     ListBuilder, StringArray, StringBuilder, StructArray,
@@ -61,17 +61,15 @@ impl LocalizeRegionsFunc {
         }
     }
 
-    /// The fields of one output struct (a `region_boxes` row without image and study ids).
+    /// The fields of one output struct: a `region_boxes` row (as `cxrlake_schemas` declares
+    /// it) without its patient, image and study ids.
     pub fn output_fields() -> Fields {
-        Fields::from(vec![
-            key("region"),
-            bboxes("bboxes"),
-            text_list("localization_reference_ids"),
-            Field::new("is_fallback", DataType::Boolean, false),
-            text_list("missing_localization"),
-            text("localization_quality"),
-            text("recipe"),
-        ])
+        region_boxes()
+            .fields()
+            .iter()
+            .filter(|f| !matches!(f.name().as_str(), "patient_id" | "image_id" | "study_id"))
+            .cloned()
+            .collect()
     }
 }
 

@@ -2,11 +2,22 @@
 //! `change`) that `text` maps to, as `struct<tag, score>`; `tag` is NULL when no reference tag
 //! reaches the threshold (the paper's non-resolved tags).
 //!
+//! The map stage registers it over the stage's concept index. Every other session has the one
+//! that reads its session's settings (`cxrlake.refdefs`, `cxrlake.embedder`, the ONNX files,
+//! `cxrlake.match_threshold`), so `SET` changes what it matches:
+//!
 //! ```sql
 //! SELECT match_concept('fluid in the pleural space', 'finding');  -- {tag: pleural effusion, …}
+//! SET cxrlake.match_threshold = 0.9;
+//! SELECT match_concept('fluid in the pleural space', 'finding');  -- {tag: NULL, …}
 //! ```
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+use cxrlake_refdefs::RefDefs;
+use cxrlake_schemas::config::CxrlakeConfig;
 
 use datafusion::arrow::array::{Array, AsArray, Float32Builder, StringBuilder, StructArray};
 use datafusion::arrow::compute::cast;
@@ -26,10 +37,19 @@ pub fn match_type() -> DataType {
     ]))
 }
 
+/// Where the function's concept index comes from.
+#[derive(Debug)]
+enum Concepts {
+    /// A stage's index.
+    Fixed(Arc<ConceptIndex>),
+    /// Built from the session's `cxrlake.*` settings, one per distinct setting.
+    FromSettings(Mutex<HashMap<String, Arc<ConceptIndex>>>),
+}
+
 /// The `match_concept` scalar function.
 #[derive(Debug)]
 pub struct MatchConceptFunc {
-    concepts: Arc<ConceptIndex>,
+    concepts: Concepts,
     signature: Signature,
 }
 
@@ -37,13 +57,81 @@ impl MatchConceptFunc {
     /// The function over these reference tags.
     pub fn new(concepts: Arc<ConceptIndex>) -> Self {
         Self {
-            concepts,
+            concepts: Concepts::Fixed(concepts),
             signature: Signature::any(2, Volatility::Immutable),
         }
     }
+
+    /// The function over the reference tags, embedder and threshold of each session's settings.
+    pub fn from_settings() -> Self {
+        Self {
+            concepts: Concepts::FromSettings(Mutex::default()),
+            signature: Signature::any(2, Volatility::Immutable),
+        }
+    }
+
+    fn identity(&self) -> &str {
+        match &self.concepts {
+            Concepts::Fixed(concepts) => concepts.identity(),
+            Concepts::FromSettings(_) => "settings",
+        }
+    }
+
+    /// The concept index for a session with `config`.
+    fn index(&self, config: &CxrlakeConfig) -> Result<Arc<ConceptIndex>> {
+        let cache = match &self.concepts {
+            Concepts::Fixed(concepts) => return Ok(concepts.clone()),
+            Concepts::FromSettings(cache) => cache,
+        };
+        let key = format!(
+            "{}\u{1}{}\u{1}{}\u{1}{}\u{1}{}",
+            config.refdefs,
+            config.embedder,
+            config.onnx_model,
+            config.onnx_tokenizer,
+            config.match_threshold
+        );
+        let mut cache = cache
+            .lock()
+            .map_err(|_| exec_datafusion_err!("match_concept: a thread panicked"))?;
+        if let Some(index) = cache.get(&key) {
+            return Ok(index.clone());
+        }
+        let defs = match config.refdefs.as_str() {
+            "" => RefDefs::embedded(),
+            dir => RefDefs::load(std::path::Path::new(dir)),
+        }
+        .map_err(|e| exec_datafusion_err!("match_concept: cxrlake.refdefs: {e}"))?;
+        let embedder =
+            cxrlake_embed::load(&config.embedder, &config.onnx_model, &config.onnx_tokenizer)
+                .map_err(|e| exec_datafusion_err!("match_concept: {e}"))?;
+        let index = Arc::new(
+            ConceptIndex::new(
+                &defs,
+                embedder,
+                config.match_threshold as f32,
+                HashMap::new(),
+            )
+            .map_err(|e| exec_datafusion_err!("match_concept: {e}"))?,
+        );
+        cache.insert(key, index.clone());
+        Ok(index)
+    }
 }
 
-super::concepts_identity!(MatchConceptFunc);
+impl PartialEq for MatchConceptFunc {
+    fn eq(&self, other: &Self) -> bool {
+        self.identity() == other.identity()
+    }
+}
+
+impl Eq for MatchConceptFunc {}
+
+impl Hash for MatchConceptFunc {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.identity().hash(state);
+    }
+}
 
 impl ScalarUDFImpl for MatchConceptFunc {
     fn name(&self) -> &str {
@@ -60,6 +148,7 @@ impl ScalarUDFImpl for MatchConceptFunc {
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let rows = args.number_rows;
+        let concepts = self.index(&CxrlakeConfig::of(&args.config_options))?;
         let args = ColumnarValue::values_to_arrays(&args.args)?;
         let texts = cast(&args[0], &DataType::Utf8)?;
         let kinds = cast(&args[1], &DataType::Utf8)?;
@@ -78,8 +167,7 @@ impl ScalarUDFImpl for MatchConceptFunc {
                     kinds.value(row)
                 );
             };
-            let hit = self
-                .concepts
+            let hit = concepts
                 .best(kind, texts.value(row))
                 .map_err(|e| exec_datafusion_err!("match_concept: {e}"))?;
             match hit {

@@ -1,7 +1,7 @@
 //! The map stage's functions over the entity mapping of crate `cxrlake-map` (paper 000, E.1.3).
 //!
 //! `match_concept(text, kind)` maps one tag; `map_observations(list)` maps and standardises a
-//! study. Both hold the same [`ConceptIndex`] (embedder, threshold, reference tags), which is
+//! study; `map_texts(list)` lists the texts that mapping looks up. Both hold the same [`ConceptIndex`] (embedder, threshold, reference tags), which is
 //! their identity in a plan.
 
 /// Equality and hash by the concept index's identity (embedder, refdefs, threshold).
@@ -26,7 +26,9 @@ macro_rules! concepts_identity {
 use concepts_identity;
 
 mod map_observations;
+mod map_texts;
 mod match_concept;
 
 pub use map_observations::{MapObservationsFunc, mapped_observations_type};
+pub use map_texts::{MapTextsFunc, texts_type};
 pub use match_concept::{MatchConceptFunc, match_type};

@@ -8,25 +8,19 @@ use cxrlake_schemas::rating_field;
 use datafusion::arrow::array::{AsArray, Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema};
 
+/// `(study_id, n, rating)` rows, the rating column marked as ratings.
 fn batch(rows: &[(&str, i64, &str)]) -> RecordBatch {
-    let schema = Arc::new(Schema::new(vec![
+    let schema = Schema::new(vec![
         Field::new("study_id", DataType::Utf8, false),
         Field::new("n", DataType::Int64, false),
         rating_field("rating"),
-    ]));
+    ]);
+    let studies: StringArray = rows.iter().map(|r| Some(r.0)).collect();
+    let numbers: Int64Array = rows.iter().map(|r| Some(r.1)).collect();
+    let ratings: StringArray = rows.iter().map(|r| Some(r.2)).collect();
     RecordBatch::try_new(
-        schema,
-        vec![
-            Arc::new(StringArray::from(
-                rows.iter().map(|r| r.0).collect::<Vec<_>>(),
-            )),
-            Arc::new(Int64Array::from(
-                rows.iter().map(|r| r.1).collect::<Vec<_>>(),
-            )),
-            Arc::new(StringArray::from(
-                rows.iter().map(|r| r.2).collect::<Vec<_>>(),
-            )),
-        ],
+        Arc::new(schema),
+        vec![Arc::new(studies), Arc::new(numbers), Arc::new(ratings)],
     )
     .expect("batch")
 }

@@ -1,3 +1,4 @@
 mod boxes;
 mod lake;
+mod shapes;
 mod slt;

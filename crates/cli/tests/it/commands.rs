@@ -14,6 +14,23 @@ fn cxrlake(lake: &Path, args: &[&str]) -> Output {
         .expect("run cxrlake")
 }
 
+/// A copy of the shipped reference definitions at `to`.
+fn copy_refdefs(to: &Path) -> std::path::PathBuf {
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../refdefs");
+    std::fs::create_dir_all(to.join("sources")).expect("mkdir");
+    for entry in [
+        "regions.toml",
+        "findings.toml",
+        "modifiers.toml",
+        "changes.toml",
+        "sources/cxas_classes.toml",
+        "sources/imagenome_boxes.toml",
+    ] {
+        std::fs::copy(shipped.join(entry), to.join(entry)).expect("copy");
+    }
+    to.to_path_buf()
+}
+
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
@@ -38,7 +55,7 @@ fn init_then_sql_tables_and_status() {
     let init = cxrlake(&lake, &["init"]);
     assert!(init.status.success(), "{}", stderr(&init));
     assert!(
-        stdout(&init).contains("created 22 tables"),
+        stdout(&init).contains("created 23 tables"),
         "{}",
         stdout(&init)
     );
@@ -194,18 +211,7 @@ fn refdefs_check_diff_and_load() {
         stderr(&check)
     );
 
-    let edited = dir.path().join("edited");
-    std::fs::create_dir_all(edited.join("sources")).expect("mkdir");
-    for entry in [
-        "regions.toml",
-        "findings.toml",
-        "modifiers.toml",
-        "changes.toml",
-        "sources/cxas_classes.toml",
-        "sources/imagenome_boxes.toml",
-    ] {
-        std::fs::copy(shipped.join(entry), edited.join(entry)).expect("copy");
-    }
+    let edited = copy_refdefs(&dir.path().join("edited"));
     let findings = std::fs::read_to_string(edited.join("findings.toml")).expect("read");
     let broken = findings.replacen("synonyms = [", "synonyms = [\"airspace disease\", ", 1);
     std::fs::write(edited.join("findings.toml"), broken).expect("write");
@@ -426,4 +432,125 @@ fn templates_check_and_stats_listing() {
         "{}",
         stderr(&unknown)
     );
+}
+
+#[test]
+fn the_lake_keeps_its_settings_and_plan_explains_a_change() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = dir.path().join("lake");
+    let corpus = dir.path().join("corpus");
+    let ok = |output: Output| {
+        assert!(output.status.success(), "{}", stderr(&output));
+        stdout(&output)
+    };
+    ok(cxrlake(&lake, &["init"]));
+    let corpus_arg = corpus.to_str().expect("utf8");
+    ok(cxrlake(
+        &lake,
+        &[
+            "synth",
+            "--studies",
+            "12",
+            "--seed",
+            "3",
+            "--out",
+            corpus_arg,
+        ],
+    ));
+    ok(cxrlake(&lake, &["ingest", corpus_arg]));
+
+    // Edited definitions: one synonym more.
+    let edited = copy_refdefs(&dir.path().join("refdefs"));
+    let findings = std::fs::read_to_string(edited.join("findings.toml")).expect("read");
+    let synonym = r#"synonyms = ["effusion", "effusions", "pleural effusions", "pleural fluid", "hydrothorax"]"#;
+    assert!(findings.contains(synonym));
+    std::fs::write(
+        edited.join("findings.toml"),
+        findings.replacen(
+            synonym,
+            r#"synonyms = ["effusion", "effusions", "pleural effusions", "pleural fluid", "hydrothorax", "fluid in the pleural space"]"#,
+            1,
+        ),
+    )
+    .expect("write");
+
+    let run = ok(cxrlake(
+        &lake,
+        &["run", "--refdefs", edited.to_str().expect("utf8")],
+    ));
+    assert!(run.contains("QA pairs regenerated"), "{run}");
+
+    // A plain run reuses the lake's settings: nothing to do, nothing done.
+    let plan = ok(cxrlake(&lake, &["plan"]));
+    assert_eq!(
+        plan.lines().filter(|l| l.ends_with("up to date")).count(),
+        8,
+        "{plan}"
+    );
+    let again = ok(cxrlake(&lake, &["run"]));
+    assert!(again.contains("QA pairs regenerated: 0 of"), "{again}");
+    let status = ok(cxrlake(&lake, &["status"]));
+    assert!(
+        status.contains(&format!(
+            "cxrlake.refdefs          {}",
+            std::fs::canonicalize(&edited).expect("path").display()
+        )),
+        "{status}"
+    );
+
+    // A changed setting is explained, with what it recomputes.
+    let plan = ok(cxrlake(&lake, &["plan", "--min-area", "32"]));
+    assert!(plan.contains("cxrlake.min_area: 16 → 32 (flag)"), "{plan}");
+    assert!(plan.contains("min_area 16 → 32"), "{plan}");
+    assert!(
+        plan.lines()
+            .any(|l| l.starts_with("localize") && l.contains("all 12 studies")),
+        "{plan}"
+    );
+    // --reset plans against the built-in definitions.
+    let reset = ok(cxrlake(&lake, &["plan", "--reset"]));
+    assert!(reset.contains("cxrlake.refdefs"), "{reset}");
+
+    // An unknown stage lists the stages.
+    let unknown = cxrlake(&lake, &["run", "gemex"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", stderr(&unknown));
+    assert!(
+        stderr(&unknown).contains(
+            "unknown stage 'gemex'; the stages are: localize, extract, map, graph, balance, qa, judge, grade"
+        ),
+        "{}",
+        stderr(&unknown)
+    );
+}
+
+#[test]
+fn sql_set_changes_what_the_settings_functions_compute() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = dir.path().join("lake");
+    assert!(cxrlake(&lake, &["init"]).status.success());
+    // Cosine 0.695 with the lexical embedder: above the default threshold 0.5.
+    let matched =
+        "SELECT coalesce(match_concept('effusion on the left', 'finding')['tag'], '-') AS tag";
+    let default = cxrlake(&lake, &["sql", matched, "--format", "csv"]);
+    assert!(default.status.success(), "{}", stderr(&default));
+    assert_eq!(stdout(&default), "tag\npleural effusion\n");
+    // SET in the same call, and --set on the command line, reach match_concept.
+    let strict = format!("SET cxrlake.match_threshold = 0.9; {matched}");
+    let set = cxrlake(&lake, &["sql", &strict, "--format", "csv"]);
+    assert!(set.status.success(), "{}", stderr(&set));
+    assert_eq!(stdout(&set), "tag\n-\n");
+    let flag = cxrlake(
+        &lake,
+        &[
+            "--set",
+            "match_threshold=0.9",
+            "sql",
+            matched,
+            "--format",
+            "csv",
+        ],
+    );
+    assert_eq!(stdout(&flag), "tag\n-\n");
+    let empty = cxrlake(&lake, &["sql", " ; "]);
+    assert_ne!(empty.status.code(), Some(0));
 }

@@ -9,14 +9,8 @@ use std::path::Path;
 use cxrlake_export::{ExportError, QaExport, d2, export_qa, qa_path, validate_qa};
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
-use cxrlake_pipeline::extract::ExtractOptions;
-use cxrlake_pipeline::graph::GraphOptions;
-use cxrlake_pipeline::localize::LocalizeOptions;
-use cxrlake_pipeline::map::MapOptions;
-use cxrlake_pipeline::qa::QaOptions;
-use cxrlake_refdefs::RefDefs;
+use cxrlake_pipeline::{Pipeline, RunMode};
 use cxrlake_synth::{SynthOptions, generate};
-use cxrlake_templates::Templates;
 use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
@@ -35,33 +29,16 @@ pub async fn qa_lake(dir: &Path, studies: usize) -> Lake {
     ingest(&lake, &IngestOptions::new(vec![corpus]))
         .await
         .expect("ingest");
-    let defs = RefDefs::embedded().expect("refdefs");
-    cxrlake_pipeline::extract::run(&lake, &defs, &ExtractOptions::default())
+    let pipeline = Pipeline::open(lake.clone()).await.expect("pipeline");
+    cxrlake_pipeline::refdefs::load_reference_tables(&lake, pipeline.defs())
         .await
-        .expect("extract");
-    for (table, batch) in defs.to_record_batches().expect("ref tables") {
-        lake.write(table)
-            .overwrite()
-            .execute(vec![batch])
+        .expect("ref tables");
+    for stage in ["extract", "localize", "map", "graph", "balance", "qa"] {
+        pipeline
+            .run_stage(stage, RunMode::Write)
             .await
-            .expect("write ref table");
+            .unwrap_or_else(|e| panic!("{stage}: {e}"));
     }
-    cxrlake_pipeline::localize::run(&lake, &defs, &LocalizeOptions::default())
-        .await
-        .expect("localize");
-    cxrlake_pipeline::map::run(&lake, &defs, &MapOptions::default())
-        .await
-        .expect("map");
-    cxrlake_pipeline::graph::run(&lake, &defs, &GraphOptions::default())
-        .await
-        .expect("graph");
-    let templates = Templates::embedded(&defs).expect("templates");
-    cxrlake_pipeline::balance::run(&lake, &templates)
-        .await
-        .expect("balance");
-    cxrlake_pipeline::qa::run(&lake, &defs, &QaOptions::default())
-        .await
-        .expect("qa");
     lake
 }
 

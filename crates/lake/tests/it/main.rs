@@ -1,2 +1,3 @@
 mod kill;
+mod layering;
 mod tables;

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
-use cxrlake_pipeline::extract::ExtractOptions;
+use cxrlake_pipeline::{Pipeline, RunMode, StageReport};
 use cxrlake_refdefs::RefDefs;
 use cxrlake_synth::{SynthOptions, generate};
 use datafusion::arrow::array::{AsArray, RecordBatch};
@@ -20,6 +20,20 @@ pub async fn query(lake: &Lake, sql: &str) -> Vec<RecordBatch> {
         .collect()
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+/// Every row `sql` returns as a JSON line, sorted (order-independent comparisons).
+pub async fn json_lines(lake: &Lake, sql: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    for batch in query(lake, sql).await {
+        let mut writer = datafusion::arrow::json::LineDelimitedWriter::new(Vec::new());
+        writer.write(&batch).expect("json");
+        writer.finish().expect("json");
+        let text = String::from_utf8(writer.into_inner()).expect("utf8");
+        lines.extend(text.lines().map(str::to_string));
+    }
+    lines.sort();
+    lines
 }
 
 /// The single integer `sql` returns.
@@ -44,22 +58,35 @@ pub async fn strings(lake: &Lake, sql: &str) -> Vec<String> {
     out
 }
 
+/// A pipeline over `lake` with these settings (`(key, value)`, as flags) over the defaults.
+pub async fn pipeline(lake: &Lake, settings: &[(&str, &str)]) -> Pipeline {
+    let mut builder = Pipeline::builder(lake.clone());
+    for (key, value) in settings {
+        builder = builder.set(key, value).expect("setting");
+    }
+    builder.open().await.expect("pipeline")
+}
+
+/// Runs stage `name` over every study with these settings.
+pub async fn run_stage(lake: &Lake, name: &str, settings: &[(&str, &str)]) -> StageReport {
+    pipeline(lake, settings)
+        .await
+        .run_stage(name, RunMode::Write)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
 /// A lake in `dir/lake` with `studies` synthetic studies (corpus with its `ground_truth.jsonl`
 /// in `dir/corpus`) ingested and extracted by the rules backend.
 pub async fn extracted_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
     let corpus = dir.join("corpus");
     generate(&SynthOptions::new(studies, seed, &corpus)).expect("synth");
-    let lake = Lake::open_url(dir.join("lake").to_str().expect("utf8"))
-        .expect("open")
-        .with_session_factory(cxrlake_udfs::session_context_on);
-    lake.init().await.expect("init");
+    let lake = open_lake(&dir.join("lake")).await;
     ingest(&lake, &IngestOptions::new(vec![corpus]))
         .await
         .expect("ingest");
     let defs = RefDefs::embedded().expect("refdefs");
-    cxrlake_pipeline::extract::run(&lake, &defs, &ExtractOptions::default())
-        .await
-        .expect("extract");
+    run_stage(&lake, "extract", &[]).await;
     (lake, defs)
 }
 
@@ -67,39 +94,19 @@ pub async fn extracted_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, Ref
 /// localized.
 pub async fn localized_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
     let (lake, defs) = extracted_lake(dir, studies, seed).await;
-    for (table, batch) in defs.to_record_batches().expect("ref tables") {
-        lake.write(table)
-            .overwrite()
-            .execute(vec![batch])
-            .await
-            .expect("write ref table");
-    }
-    cxrlake_pipeline::localize::run(
-        &lake,
-        &defs,
-        &cxrlake_pipeline::localize::LocalizeOptions::default(),
-    )
-    .await
-    .expect("localize");
+    cxrlake_pipeline::refdefs::load_reference_tables(&lake, &defs)
+        .await
+        .expect("ref tables");
+    run_stage(&lake, "localize", &[]).await;
     (lake, defs)
 }
 
 /// A localized lake taken through map → graph → balance → qa with the embedded defaults.
 pub async fn qa_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
     let (lake, defs) = localized_lake(dir, studies, seed).await;
-    cxrlake_pipeline::map::run(&lake, &defs, &Default::default())
-        .await
-        .expect("map");
-    cxrlake_pipeline::graph::run(&lake, &defs, &Default::default())
-        .await
-        .expect("graph");
-    let templates = cxrlake_templates::Templates::embedded(&defs).expect("templates");
-    cxrlake_pipeline::balance::run(&lake, &templates)
-        .await
-        .expect("balance");
-    cxrlake_pipeline::qa::run(&lake, &defs, &Default::default())
-        .await
-        .expect("qa");
+    for stage in ["map", "graph", "balance", "qa"] {
+        run_stage(&lake, stage, &[]).await;
+    }
     (lake, defs)
 }
 
@@ -112,20 +119,12 @@ pub async fn open_lake(dir: &Path) -> Lake {
     lake
 }
 
-/// Loads the reference tables of `defs` and runs every stage with the default options.
-pub async fn run_pipeline(lake: &Lake, defs: &RefDefs) {
-    for (table, batch) in defs.to_record_batches().expect("ref tables") {
-        lake.write(table)
-            .overwrite()
-            .execute(vec![batch])
-            .await
-            .expect("write ref table");
-    }
-    cxrlake_pipeline::incremental::run(
-        lake,
-        defs,
-        &cxrlake_pipeline::incremental::PipelineOptions::default(),
-    )
-    .await
-    .expect("pipeline run");
+/// Runs every stage with the default settings (the reference tables are loaded by the run).
+pub async fn run_pipeline(lake: &Lake) -> cxrlake_pipeline::Plan {
+    Pipeline::open(lake.clone())
+        .await
+        .expect("pipeline")
+        .run(false, &mut |_| {})
+        .await
+        .expect("pipeline run")
 }

@@ -8,13 +8,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use cxrlake_ingest::{IngestOptions, ingest};
-use cxrlake_refdefs::RefDefs;
 use cxrlake_synth::{SynthOptions, generate};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::arrow::json::LineDelimitedWriter;
 use sha2::Digest;
 
-use crate::common::{open_lake, query, run_pipeline};
+use crate::common::{json_lines, open_lake, run_pipeline};
 
 const GOLDEN: &str = "tests/golden/demo_tables.txt";
 
@@ -30,20 +28,11 @@ async fn table_digest(lake: &cxrlake_lake::Lake, table: &str) -> (usize, String)
         .filter(|f| !matches!(f.data_type(), DataType::Timestamp(..)))
         .map(|f| format!("\"{}\"", f.name()))
         .collect();
-    let batches = query(
+    let lines = json_lines(
         lake,
         &format!("SELECT {} FROM \"{table}\"", columns.join(", ")),
     )
     .await;
-    let mut lines = Vec::new();
-    for batch in &batches {
-        let mut writer = LineDelimitedWriter::new(Vec::new());
-        writer.write(batch).expect("json");
-        writer.finish().expect("json");
-        let text = String::from_utf8(writer.into_inner()).expect("utf8");
-        lines.extend(text.lines().map(str::to_string));
-    }
-    lines.sort();
     let mut hasher = sha2::Sha256::new();
     for line in &lines {
         hasher.update(line.as_bytes());
@@ -61,8 +50,7 @@ async fn demo_lake_tables_equal_the_committed_digests() {
     ingest(&lake, &IngestOptions::new(vec![corpus]))
         .await
         .expect("ingest");
-    let defs = RefDefs::embedded().expect("refdefs");
-    run_pipeline(&lake, &defs).await;
+    run_pipeline(&lake).await;
 
     let mut names = lake.table_names().await.expect("tables");
     names.sort();

@@ -8,7 +8,6 @@ use std::path::Path;
 
 use cxrlake_lake::Lake;
 use cxrlake_pipeline::evaluate::{FindingRow, NORMAL_STATEMENTS, observations_vs_truth};
-use cxrlake_pipeline::map::MapOptions;
 use cxrlake_refdefs::RefDefs;
 use datafusion::arrow::array::{ArrayRef, AsArray};
 use datafusion::arrow::compute::cast;
@@ -20,9 +19,7 @@ use crate::common::extracted_lake;
 /// `ground_truth.jsonl`) is in `dir/corpus`.
 async fn mapped_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
     let (lake, defs) = extracted_lake(dir, studies, seed).await;
-    cxrlake_pipeline::map::run(&lake, &defs, &MapOptions::default())
-        .await
-        .expect("map");
+    crate::common::run_stage(&lake, "map", &[]).await;
     (lake, defs)
 }
 

@@ -6,19 +6,35 @@ use std::time::Duration;
 
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
-use cxrlake_llm::LlmConfig;
-use cxrlake_pipeline::extract::{Backend, ExtractOptions, run, statements};
-use cxrlake_refdefs::RefDefs;
+use cxrlake_pipeline::{Fingerprint, PipelineError, RunMode, StageReport, statements};
 use cxrlake_synth::{SynthOptions, generate};
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 
-use crate::common::{number, strings};
+use crate::common::{number, pipeline, strings};
+
+/// Runs extract with these settings.
+async fn run(lake: &Lake, settings: &[(String, String)]) -> Result<StageReport, PipelineError> {
+    let settings: Vec<(&str, &str)> = settings
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    pipeline(lake, &settings)
+        .await
+        .run_stage("extract", RunMode::Write)
+        .await
+}
+
+/// The rules backend.
+fn rules() -> Vec<(String, String)> {
+    Vec::new()
+}
 use crate::llm_server::ExtractionServer;
 
 #[test]
 fn the_stage_sql_has_named_steps_and_tables() {
-    let sql = cxrlake_pipeline::extract::SQL;
-    let parsed = statements(sql).expect("statements");
+    let def = &cxrlake_pipeline::extract::DEF;
+    let outputs = |t: &str| def.outputs.contains(&t);
+    let parsed = statements("extract", def.sql, &outputs).expect("statements");
     let tables: Vec<_> = parsed
         .iter()
         .filter(|s| s.is_table)
@@ -28,8 +44,9 @@ fn the_stage_sql_has_named_steps_and_tables() {
         tables,
         ["sentences", "observations_raw", "indications", "quarantine"]
     );
-    assert!(statements("-- @view x\nSELECT 1").is_err());
-    assert!(statements("-- @table\nSELECT 1").is_err());
+    assert!(statements("extract", "-- @view x\nSELECT 1", &outputs).is_err());
+    assert!(statements("extract", "-- @table\nSELECT 1", &outputs).is_err());
+    assert!(statements("extract", "-- @table qa\nSELECT 1", &outputs).is_err());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -37,23 +54,17 @@ async fn rules_backend_extracts_the_synthetic_corpus() {
     let dir = tempfile::tempdir().expect("tempdir");
     let corpus = dir.path().join("corpus");
     generate(&SynthOptions::new(30, 5, &corpus)).expect("synth");
-    let lake = Lake::open_url(dir.path().join("lake").to_str().expect("utf8"))
-        .expect("open")
-        .with_session_factory(cxrlake_udfs::session_context_on);
-    lake.init().await.expect("init");
+    let lake = crate::common::open_lake(&dir.path().join("lake")).await;
     ingest(&lake, &IngestOptions::new(vec![corpus]))
         .await
         .expect("ingest");
-    let defs = RefDefs::embedded().expect("refdefs");
 
-    let summary = run(&lake, &defs, &ExtractOptions::default())
-        .await
-        .expect("extract");
-    assert_eq!(summary.reports, 30);
-    assert_eq!(summary.failures, 0, "{summary}");
-    assert!(summary.rows_of("sentences") >= 30 * 4, "{summary}");
-    assert!(summary.rows_of("observations_raw") >= 30, "{summary}");
-    assert!(summary.llm.is_none());
+    let summary = run(&lake, &rules()).await.expect("extract");
+    assert_eq!(summary.units, (30, "studies"));
+    assert_eq!(summary.metric("failures"), 0, "{summary}");
+    assert!(summary.rows("sentences") >= 30 * 4, "{summary}");
+    assert!(summary.rows("observations_raw") >= 30, "{summary}");
+    assert!(!summary.metrics.contains_key("llm_requested"));
 
     // Every report has sentences, every study with FINDINGS has observations.
     assert_eq!(
@@ -122,9 +133,7 @@ async fn rules_backend_extracts_the_synthetic_corpus() {
         "SELECT study_id || obs_id || name FROM observations_raw ORDER BY 1",
     )
     .await;
-    let again = run(&lake, &defs, &ExtractOptions::default())
-        .await
-        .expect("rerun");
+    let again = run(&lake, &rules()).await.expect("rerun");
     assert_eq!(again.rows, summary.rows);
     let after = strings(
         &lake,
@@ -139,8 +148,9 @@ async fn rules_backend_extracts_the_synthetic_corpus() {
         .expect("history");
     let info = history[0].stage.as_ref().expect("commit info");
     assert_eq!(info.stage, "extract");
+    let fingerprint = Fingerprint::from_json(&info.fingerprint).expect("fingerprint");
     assert_eq!(
-        info.fingerprint["extractor"],
+        fingerprint.definitions["extractor"],
         cxrlake_extract::rules::RULES_VERSION
     );
 }
@@ -164,10 +174,7 @@ const REPORTS: [(&str, &str, &str); 3] = [
 ];
 
 async fn lake_with_reports(dir: &std::path::Path) -> Lake {
-    let lake = Lake::open_url(dir.join("lake").to_str().expect("utf8"))
-        .expect("open")
-        .with_session_factory(cxrlake_udfs::session_context_on);
-    lake.init().await.expect("init");
+    let lake = crate::common::open_lake(&dir.join("lake")).await;
     let column = |index: usize| -> ArrayRef {
         let values = REPORTS.iter().map(|r| Some([r.0, r.1, r.2][index]));
         Arc::new(values.collect::<StringArray>())
@@ -184,39 +191,45 @@ async fn lake_with_reports(dir: &std::path::Path) -> Lake {
     lake
 }
 
-/// Options for the LLM backend with `config` and the embedded prompts.
-fn llm_backend(config: LlmConfig) -> ExtractOptions {
-    ExtractOptions {
-        backend: Backend::Llm(Box::new(config)),
-        prompts: None,
-        progress: false,
-    }
+/// The LLM backend at `endpoint` (model `test-model`, the embedded prompts) with `extra`
+/// settings.
+fn llm_backend(endpoint: &str, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut settings = vec![
+        ("llm_endpoint".to_string(), endpoint.to_string()),
+        ("llm_model".to_string(), "test-model".to_string()),
+        ("extractor".to_string(), "llm".to_string()),
+    ];
+    settings.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    settings
 }
 
-fn llm_options(server: &ExtractionServer, max_requests: Option<u64>) -> ExtractOptions {
-    let mut config = LlmConfig::new(server.endpoint().parse().expect("url"), "test-model");
-    config.concurrency = 4;
-    config.max_retries = 0;
-    config.total_budget.max_requests = max_requests;
-    llm_backend(config)
+fn llm_options(server: &ExtractionServer, max_requests: Option<u64>) -> Vec<(String, String)> {
+    let max = max_requests.unwrap_or(0).to_string();
+    llm_backend(
+        &server.endpoint(),
+        &[
+            ("llm_concurrency", "4"),
+            ("llm_max_retries", "0"),
+            ("llm_max_requests", max.as_str()),
+        ],
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn llm_backend_caches_resumes_and_quarantines_parse_errors() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lake = lake_with_reports(dir.path()).await;
-    let defs = RefDefs::embedded().expect("refdefs");
     let server = ExtractionServer::start(Duration::from_millis(5), usize::MAX).await;
 
     // A run cut short by its request budget fails, but keeps what was answered.
-    let cut = run(&lake, &defs, &llm_options(&server, Some(2))).await;
+    let cut = run(&lake, &llm_options(&server, Some(2))).await;
     let error = cut
         .expect_err("a spent budget must fail the stage")
         .to_string();
     assert!(error.contains("budget exhausted"), "{error}");
     assert_eq!(server.answers(), 2);
 
-    let summary = run(&lake, &defs, &llm_options(&server, None))
+    let summary = run(&lake, &llm_options(&server, None))
         .await
         .expect("extract");
     assert_eq!(
@@ -224,9 +237,12 @@ async fn llm_backend_caches_resumes_and_quarantines_parse_errors() {
         0,
         "a resumed run asked an answered prompt again"
     );
-    let stats = summary.llm.expect("llm stats");
-    assert_eq!(stats.cache_hits, 2, "{summary}");
-    assert_eq!(stats.sent as usize + 2, server.answers(), "{summary}");
+    assert_eq!(summary.metric("llm_cache_hits"), 2, "{summary}");
+    assert_eq!(
+        summary.metric("llm_sent") as usize + 2,
+        server.answers(),
+        "{summary}"
+    );
     // 3 sentence prompts + one per FINDINGS/IMPRESSION cluster + 2 indication prompts.
     assert!(server.answers() >= 3 + 4 + 2, "{summary}");
 
@@ -248,7 +264,7 @@ async fn llm_backend_caches_resumes_and_quarantines_parse_errors() {
         "{quarantined:?}"
     );
     assert!(quarantined[0].contains("cannot help"), "{quarantined:?}");
-    assert_eq!(summary.failures, 1);
+    assert_eq!(summary.metric("failures"), 1);
     let names = strings(
         &lake,
         "SELECT name FROM observations_raw WHERE study_id = 's50000002'",
@@ -266,22 +282,19 @@ async fn llm_backend_caches_resumes_and_quarantines_parse_errors() {
 
     // A re-run sends nothing and writes the same rows.
     let before = server.answers();
-    let again = run(&lake, &defs, &llm_options(&server, None))
+    let again = run(&lake, &llm_options(&server, None))
         .await
         .expect("rerun");
     assert_eq!(server.answers(), before, "{again}");
     assert_eq!(again.rows, summary.rows);
-    assert_eq!(again.llm.expect("stats").sent, 0);
+    assert_eq!(again.metric("llm_sent"), 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_endpoint_fails_the_stage_and_keeps_earlier_tables() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lake = lake_with_reports(dir.path()).await;
-    let defs = RefDefs::embedded().expect("refdefs");
-    run(&lake, &defs, &ExtractOptions::default())
-        .await
-        .expect("rules");
+    run(&lake, &rules()).await.expect("rules");
     let sentences = number(&lake, "SELECT count(*) FROM sentences").await;
     assert!(sentences > 0);
 
@@ -289,13 +302,8 @@ async fn a_dead_endpoint_fails_the_stage_and_keeps_earlier_tables() {
     let endpoint = ExtractionServer::start(Duration::ZERO, usize::MAX)
         .await
         .endpoint();
-    let mut config = LlmConfig::new(endpoint.parse().expect("url"), "m");
-    config.max_retries = 0;
-    let options = llm_backend(config);
-    let error = run(&lake, &defs, &options)
-        .await
-        .expect_err("down")
-        .to_string();
+    let options = llm_backend(&endpoint, &[("llm_max_retries", "0")]);
+    let error = run(&lake, &options).await.expect_err("down").to_string();
     assert!(
         error.contains("every LLM call of step 'extracted_sentences' failed (3 calls"),
         "{error}"
@@ -313,13 +321,8 @@ async fn a_dead_endpoint_fails_the_stage_and_keeps_earlier_tables() {
 async fn remote_llm_endpoints_are_refused_without_permission() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lake = lake_with_reports(dir.path()).await;
-    let defs = RefDefs::embedded().expect("refdefs");
-    let config = LlmConfig::new("http://203.0.113.7:8000/v1".parse().expect("url"), "m");
-    let options = llm_backend(config);
-    let error = run(&lake, &defs, &options)
-        .await
-        .expect_err("refused")
-        .to_string();
+    let options = llm_backend("http://203.0.113.7:8000/v1", &[]);
+    let error = run(&lake, &options).await.expect_err("refused").to_string();
     assert!(error.contains("refusing LLM endpoint"), "{error}");
     assert_eq!(number(&lake, "SELECT count(*) FROM sentences").await, 0);
 }
@@ -334,21 +337,15 @@ async fn child_llm_extract() {
     else {
         return;
     };
-    let lake = Lake::open_url(&root)
-        .expect("open")
-        .with_session_factory(cxrlake_udfs::session_context_on);
-    let defs = RefDefs::embedded().expect("refdefs");
-    let mut config = LlmConfig::new(endpoint.parse().expect("url"), "test-model");
-    config.concurrency = 2;
-    let options = llm_backend(config);
-    let _ = run(&lake, &defs, &options).await;
+    let lake = Lake::open_url(&root).expect("open");
+    let options = llm_backend(&endpoint, &[("llm_concurrency", "2")]);
+    let _ = run(&lake, &options).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_llm_run_resumes_without_repeating_answered_calls() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lake = lake_with_reports(dir.path()).await;
-    let defs = RefDefs::embedded().expect("refdefs");
     // 3 sentence answers, then 1 observation answer; the next requests hang until the kill.
     let server = ExtractionServer::start(Duration::from_millis(5), 4).await;
     let mut child = std::process::Command::new(std::env::current_exe().expect("test binary"))
@@ -378,7 +375,7 @@ async fn a_killed_llm_run_resumes_without_repeating_answered_calls() {
     child.wait().expect("reap");
 
     server.unlimit();
-    let summary = run(&lake, &defs, &llm_options(&server, None))
+    let summary = run(&lake, &llm_options(&server, None))
         .await
         .expect("resume");
     assert_eq!(
@@ -386,6 +383,6 @@ async fn a_killed_llm_run_resumes_without_repeating_answered_calls() {
         0,
         "an answered prompt was asked again: {summary}"
     );
-    assert_eq!(summary.llm.expect("stats").cache_hits, 4, "{summary}");
-    assert_eq!(summary.failures, 1, "{summary}");
+    assert_eq!(summary.metric("llm_cache_hits"), 4, "{summary}");
+    assert_eq!(summary.metric("failures"), 1, "{summary}");
 }

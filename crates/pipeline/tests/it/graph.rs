@@ -2,35 +2,30 @@
 //! observations use only reference tags and table 11 levels, and every scene graph is
 //! consistent with its observations, regions, images and indication.
 
-use cxrlake_pipeline::graph::GraphOptions;
-use cxrlake_pipeline::map::{EmbedderChoice, MapOptions};
 use cxrlake_refdefs::RefDefs;
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 
-use crate::common::{localized_lake, number, strings};
+use crate::common::{localized_lake, number, run_stage, strings};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn map_and_graph_build_consistent_scene_graphs() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (lake, defs) = localized_lake(dir.path(), 40, 3).await;
+    let (lake, _) = localized_lake(dir.path(), 40, 3).await;
     // Small chunks, so that both stages span several commits.
-    let map = MapOptions {
-        chunk_patients: 7,
-        ..MapOptions::default()
-    };
-    let mapped = cxrlake_pipeline::map::run(&lake, &defs, &map)
-        .await
-        .expect("map");
-    assert!(mapped.observations > 40, "{mapped}");
-    assert_eq!(mapped.embedder, "lexical-1-d1024");
-    assert_eq!(mapped.embedded, 0, "the lexical embedder is not cached");
-    let graph = GraphOptions { chunk_patients: 7 };
-    let built = cxrlake_pipeline::graph::run(&lake, &defs, &graph)
-        .await
-        .expect("graph");
-    assert_eq!(built.studies, 40, "{built}");
+    let chunks = [("chunk_patients", "7")];
+    let mapped = run_stage(&lake, "map", &chunks).await;
+    assert!(mapped.chunks >= 2, "{mapped}");
+    assert!(mapped.rows("observations") > 40, "{mapped}");
+    assert_eq!(mapped.metric_text("embedder"), "lexical-1-d1024");
+    assert_eq!(
+        mapped.metric("embedded"),
+        0,
+        "the lexical embedder is not cached"
+    );
+    let built = run_stage(&lake, "graph", &chunks).await;
+    assert_eq!(built.rows("scene_graphs"), 40, "{built}");
 
     // Mapped tags are reference tags; enumerations and quality levels are the paper's.
     let checks = [
@@ -66,7 +61,7 @@ async fn map_and_graph_build_consistent_scene_graphs() {
     )
     .await;
     assert!(
-        resolved * 10 >= 9 * mapped.observations as i64,
+        resolved * 10 >= 9 * mapped.rows("observations") as i64,
         "{resolved} of {mapped}"
     );
     assert!(
@@ -84,8 +79,8 @@ async fn map_and_graph_build_consistent_scene_graphs() {
         "SELECT count(*) FROM observations_raw WHERE probability IN ('negative', 'unlikely')",
     )
     .await;
-    let merged =
-        number(&lake, "SELECT count(*) FROM observations_raw").await - mapped.observations as i64;
+    let merged = number(&lake, "SELECT count(*) FROM observations_raw").await
+        - mapped.rows("observations") as i64;
     assert!(
         negative <= raw_negative && negative + merged >= raw_negative,
         "{negative} negative of {raw_negative} raw, {merged} merged"
@@ -188,12 +183,8 @@ async fn map_and_graph_build_consistent_scene_graphs() {
                 || o['obs_quality']['region_extract_quality'] \
                 FROM (SELECT study_id, unnest(observations) AS o FROM scene_graphs) ORDER BY 1";
     let before = strings(&lake, rows).await;
-    cxrlake_pipeline::map::run(&lake, &defs, &map)
-        .await
-        .expect("map again");
-    cxrlake_pipeline::graph::run(&lake, &defs, &graph)
-        .await
-        .expect("graph again");
+    run_stage(&lake, "map", &chunks).await;
+    run_stage(&lake, "graph", &chunks).await;
     let after = strings(&lake, rows).await;
     assert_eq!(before, after);
 }
@@ -204,7 +195,7 @@ async fn match_concept_maps_paraphrases_and_refuses_unknown_kinds() {
     let concepts = std::sync::Arc::new(
         cxrlake_map::ConceptIndex::new(
             &defs,
-            EmbedderChoice::Lexical.load().expect("lexical"),
+            std::sync::Arc::new(cxrlake_embed::LexicalEmbedder::new()),
             0.5,
             Default::default(),
         )
@@ -272,27 +263,29 @@ fn required_path(var: &str) -> std::path::PathBuf {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn onnx_embedder_maps_once_and_reuses_the_embeddings_cache() {
     required_path("ORT_DYLIB_PATH");
-    let options = MapOptions {
-        embedder: EmbedderChoice::Onnx {
-            model: required_path("ONNX_TEST_MODEL"),
-            tokenizer: required_path("ONNX_TEST_TOKENIZER"),
-        },
-        ..MapOptions::default()
-    };
+    let (model, tokenizer) = (
+        required_path("ONNX_TEST_MODEL"),
+        required_path("ONNX_TEST_TOKENIZER"),
+    );
+    let (model, tokenizer) = (model.display().to_string(), tokenizer.display().to_string());
+    let options = [
+        ("embedder", "onnx"),
+        ("onnx_model", model.as_str()),
+        ("onnx_tokenizer", tokenizer.as_str()),
+    ];
     let dir = tempfile::tempdir().expect("tempdir");
     let (lake, defs) = localized_lake(dir.path(), 12, 21).await;
 
-    let first = cxrlake_pipeline::map::run(&lake, &defs, &options)
-        .await
-        .expect("map");
-    assert!(first.embedder.starts_with("onnx:"), "{first}");
-    assert_eq!(first.cached, 0, "{first}");
+    let first = run_stage(&lake, "map", &options).await;
+    let embedder = first.metric_text("embedder");
+    assert!(embedder.starts_with("onnx:"), "{first}");
+    assert_eq!(first.metric("cached"), 0, "{first}");
     // Every reference name and synonym plus the distinct extracted texts.
-    let references = cxrlake_map::ConceptIndex::reference_texts(&defs).len();
-    assert!(first.embedded >= references / 2, "{first}");
+    let references = cxrlake_map::ConceptIndex::reference_texts(&defs).len() as u64;
+    assert!(first.metric("embedded") >= references / 2, "{first}");
     assert_eq!(
         number(&lake, "SELECT count(*) FROM embeddings").await,
-        first.embedded as i64
+        first.metric("embedded") as i64
     );
     assert_eq!(
         number(
@@ -304,14 +297,14 @@ async fn onnx_embedder_maps_once_and_reuses_the_embeddings_cache() {
         "all-MiniLM-L6-v2 vectors"
     );
     let embedders = strings(&lake, "SELECT DISTINCT embedder FROM observations").await;
-    assert_eq!(embedders, [first.embedder.clone()]);
+    assert_eq!(embedders, [embedder]);
     let resolved = number(
         &lake,
         "SELECT count(*) FROM observations WHERE array_length(obs_entities) > 0",
     )
     .await;
     assert!(
-        resolved * 10 >= 9 * first.observations as i64,
+        resolved * 10 >= 9 * first.rows("observations") as i64,
         "{resolved} of {first}"
     );
     let rows = "SELECT study_id || obs_id || array_to_string(obs_entities, ',') || positiveness \
@@ -319,10 +312,12 @@ async fn onnx_embedder_maps_once_and_reuses_the_embeddings_cache() {
     let before = strings(&lake, rows).await;
 
     // The rerun reads every vector back from the cache and maps identically.
-    let second = cxrlake_pipeline::map::run(&lake, &defs, &options)
-        .await
-        .expect("map again");
-    assert_eq!(second.embedded, 0, "{second}");
-    assert_eq!(second.cached, first.embedded, "{second}");
+    let second = run_stage(&lake, "map", &options).await;
+    assert_eq!(second.metric("embedded"), 0, "{second}");
+    assert_eq!(
+        second.metric("cached"),
+        first.metric("embedded"),
+        "{second}"
+    );
     assert_eq!(strings(&lake, rows).await, before);
 }

@@ -9,15 +9,10 @@ use std::time::Duration;
 
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
-use cxrlake_llm::LlmConfig;
-use cxrlake_pipeline::incremental::{self, PipelineOptions, Plan};
-use cxrlake_pipeline::judge::JudgeBackend;
-use cxrlake_pipeline::scope::Scope;
-use cxrlake_refdefs::RefDefs;
+use cxrlake_pipeline::{Plan, Scope};
 use cxrlake_synth::{SynthOptions, generate};
-use datafusion::arrow::json::LineDelimitedWriter;
 
-use crate::common::query;
+use crate::common::{json_lines, open_lake, pipeline};
 use crate::llm_server::ExtractionServer;
 
 /// The per-study and dataset-wide tables the stages write.
@@ -121,20 +116,38 @@ fn corpus(dir: &Path, studies: usize) -> PathBuf {
     corpus
 }
 
+/// Settings as `(key, value)` pairs, as flags give them.
+type Settings = Vec<(&'static str, String)>;
+
+fn pairs(settings: &Settings) -> Vec<(&str, &str)> {
+    settings.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
+/// What `cxrlake plan` with these settings says.
+async fn plan(lake: &Lake, settings: &Settings) -> Plan {
+    pipeline(lake, &pairs(settings))
+        .await
+        .plan(false)
+        .await
+        .expect("plan")
+}
+
+/// What `cxrlake run` with these settings does (`full`: `--full`).
+async fn run(lake: &Lake, settings: &Settings, full: bool) -> Plan {
+    pipeline(lake, &pairs(settings))
+        .await
+        .run(full, &mut |_| {})
+        .await
+        .expect("run")
+}
+
 /// A lake at `dir` with `corpus` ingested and run through every stage.
-async fn built(dir: &Path, corpus: &Path, defs: &RefDefs, options: &PipelineOptions) -> Lake {
-    let lake = Lake::open_url(dir.to_str().expect("utf8"))
-        .expect("open")
-        .with_session_factory(cxrlake_udfs::session_context_on);
-    lake.init().await.expect("init");
+async fn built(dir: &Path, corpus: &Path, settings: &Settings) -> Lake {
+    let lake = open_lake(dir).await;
     ingest(&lake, &IngestOptions::new(vec![corpus.to_path_buf()]))
         .await
         .expect("ingest");
-    let mut full = options.clone();
-    full.full = true;
-    incremental::run(&lake, defs, &full)
-        .await
-        .expect("full run");
+    run(&lake, settings, true).await;
     lake
 }
 
@@ -167,17 +180,7 @@ fn edited_folder(dir: &Path, name: &str, file: &str, old: &str, new: &str) -> Pa
 
 /// Every row of `table` as a JSON line, sorted.
 async fn rows(lake: &Lake, table: &str) -> Vec<String> {
-    let batches = query(lake, &format!("SELECT * FROM {table}")).await;
-    let mut lines = Vec::new();
-    for batch in &batches {
-        let mut writer = LineDelimitedWriter::new(Vec::new());
-        writer.write(batch).expect("json");
-        writer.finish().expect("json");
-        let text = String::from_utf8(writer.into_inner()).expect("utf8");
-        lines.extend(text.lines().map(str::to_string));
-    }
-    lines.sort();
-    lines
+    json_lines(lake, &format!("SELECT * FROM {table}")).await
 }
 
 /// Asserts that `incremental` holds the rows of `full` in every table, and every verdict of
@@ -206,24 +209,11 @@ async fn assert_same(edit: &str, incremental: &Lake, full: &Lake) {
     }
     let verdicts = "SELECT criterion, content_hash, levels, explanation, error FROM qa_judgements";
     let (a, b) = (
-        query_lines(incremental, verdicts).await,
-        query_lines(full, verdicts).await,
+        json_lines(incremental, verdicts).await,
+        json_lines(full, verdicts).await,
     );
     let missing = b.iter().filter(|v| !a.contains(v)).count();
     assert_eq!(missing, 0, "{edit}: verdicts of the full rebuild missing");
-}
-
-async fn query_lines(lake: &Lake, sql: &str) -> Vec<String> {
-    let mut lines = Vec::new();
-    for batch in query(lake, sql).await {
-        let mut writer = LineDelimitedWriter::new(Vec::new());
-        writer.write(&batch).expect("json");
-        writer.finish().expect("json");
-        let text = String::from_utf8(writer.into_inner()).expect("utf8");
-        lines.extend(text.lines().map(str::to_string));
-    }
-    lines.sort();
-    lines
 }
 
 fn ran(plan: &Plan, stage: &str) -> Scope {
@@ -238,65 +228,63 @@ fn ran(plan: &Plan, stage: &str) -> Scope {
 async fn incremental_run_equals_full_rebuild_for_every_edit() {
     let dir = tempfile::tempdir().expect("tempdir");
     let corpus = corpus(dir.path(), 24);
-    let defs = RefDefs::embedded().expect("refdefs");
-    let options = PipelineOptions::default();
+    let defaults = Settings::new();
     let base_dir = dir.path().join("base");
-    let base = built(&base_dir, &corpus, &defs, &options).await;
+    let base = built(&base_dir, &corpus, &defaults).await;
 
     // Nothing changed: nothing runs.
-    let plan = incremental::plan(&base, &defs, &options)
-        .await
-        .expect("plan");
+    let unchanged = plan(&base, &defaults).await;
     assert!(
-        plan.stages.iter().all(|s| s.scope.is_empty()),
-        "an unchanged lake is up to date:\n{plan}"
+        unchanged.stages.iter().all(|s| s.scope.is_empty()),
+        "an unchanged lake is up to date:\n{unchanged}"
     );
-    let noop = incremental::run(&base, &defs, &options).await.expect("run");
+    let noop = run(&base, &defaults, false).await;
     assert!(noop.stages.iter().all(|s| s.scope.is_empty()));
     drop(base);
 
     for (i, edit) in EDITS.iter().enumerate() {
         let case = dir.path().join(format!("case{i}"));
-        let mut new_defs = defs.clone();
-        let mut new_options = options.clone();
+        let mut settings = Settings::new();
         if let Some((file, old, new)) = edit.refdefs {
             let folder = edited_folder(&case, "refdefs", file, old, new);
-            new_defs = RefDefs::load(&folder).expect("edited refdefs load");
+            settings.push(("refdefs", folder.display().to_string()));
         }
         if let Some((file, old, new)) = edit.template {
-            new_options.qa.templates = Some(edited_folder(&case, "templates", file, old, new));
+            let folder = edited_folder(&case, "templates", file, old, new);
+            settings.push(("templates", folder.display().to_string()));
         }
         if let Some(threshold) = edit.threshold {
-            new_options.map.threshold = threshold;
+            settings.push(("match_threshold", threshold.to_string()));
         }
         let incremental_dir = case.join("incremental");
         copy_dir(&base_dir, &incremental_dir);
-        let lake = Lake::open_url(incremental_dir.to_str().expect("utf8"))
-            .expect("open")
-            .with_session_factory(cxrlake_udfs::session_context_on);
-        let plan = incremental::plan(&lake, &new_defs, &new_options)
-            .await
-            .expect("plan");
+        let lake = Lake::open_url(incremental_dir.to_str().expect("utf8")).expect("open");
+        let planned = plan(&lake, &settings).await;
         assert!(
-            plan.stages.iter().any(|s| !s.scope.is_empty()),
-            "{}: the plan names work\n{plan}",
+            planned.stages.iter().any(|s| !s.scope.is_empty()),
+            "{}: the plan names work\n{planned}",
             edit.name
         );
-        let record = incremental::run(&lake, &new_defs, &new_options)
-            .await
-            .expect("incremental run");
-        eprintln!("{}:\n{record}", edit.name);
-        let full = built(&case.join("full"), &corpus, &new_defs, &new_options).await;
+        assert!(
+            !planned.settings.is_empty(),
+            "{}: the plan names the changed setting\n{planned}",
+            edit.name
+        );
+        let record = run(&lake, &settings, false).await;
+        let full = built(&case.join("full"), &corpus, &settings).await;
         assert_same(edit.name, &lake, &full).await;
-        // A second run has nothing left to do.
-        let again = incremental::plan(&lake, &new_defs, &new_options)
-            .await
-            .expect("plan");
-        assert!(
-            again.stages.iter().all(|s| s.scope.is_empty()),
-            "{}: up to date after the run\n{again}",
-            edit.name
-        );
+        // A second run has nothing left to do, with the settings given again or not at all
+        // (the lake keeps them).
+        for again in [
+            plan(&lake, &settings).await,
+            plan(&lake, &Settings::new()).await,
+        ] {
+            assert!(
+                again.stages.iter().all(|s| s.scope.is_empty()),
+                "{}: up to date after the run\n{again}",
+                edit.name
+            );
+        }
         if edit.name == "add a synonym" {
             // Synonyms do not touch the boxes, and extraction reads only reports naming them.
             assert!(ran(&record, "localize").is_empty());
@@ -312,13 +300,15 @@ async fn editing_a_judge_prompt_rejudges_that_criterion_only() {
             .await;
     let dir = tempfile::tempdir().expect("tempdir");
     let corpus = corpus(dir.path(), 4);
-    let defs = RefDefs::embedded().expect("refdefs");
-    let mut options = PipelineOptions::default();
-    let mut config = LlmConfig::new(server.endpoint().parse().expect("url"), "judge-model");
-    config.concurrency = 8;
-    options.judge.backend = JudgeBackend::Llm(Box::new(config));
+    let options: Settings = vec![
+        ("llm_endpoint", server.endpoint()),
+        ("llm_model", "judge-model".into()),
+        ("extractor", "rules".into()),
+        ("judge", "llm".into()),
+        ("llm_concurrency", "8".into()),
+    ];
     let base_dir = dir.path().join("base");
-    drop(built(&base_dir, &corpus, &defs, &options).await);
+    drop(built(&base_dir, &corpus, &options).await);
     let before = server.answers();
 
     let prompts = edited_folder(
@@ -329,16 +319,11 @@ async fn editing_a_judge_prompt_rejudges_that_criterion_only() {
         "- Answer with a very short explanation (a few words)",
     );
     let mut edited = options.clone();
-    edited.judge.prompts = Some(prompts);
+    edited.push(("judge_prompts", prompts.display().to_string()));
     let incremental_dir = dir.path().join("incremental");
     copy_dir(&base_dir, &incremental_dir);
-    let lake = Lake::open_url(incremental_dir.to_str().expect("utf8"))
-        .expect("open")
-        .with_session_factory(cxrlake_udfs::session_context_on);
-    let record = incremental::run(&lake, &defs, &edited)
-        .await
-        .expect("incremental run");
-    eprintln!("{record}");
+    let lake = Lake::open_url(incremental_dir.to_str().expect("utf8")).expect("open");
+    let record = run(&lake, &edited, false).await;
     assert!(
         ran(&record, "qa").is_empty(),
         "a prompt edit regenerates no QA pair"
@@ -350,6 +335,6 @@ async fn editing_a_judge_prompt_rejudges_that_criterion_only() {
         asked > 0 && asked <= questions,
         "only question clarity is asked again: {asked} calls for {questions} distinct questions"
     );
-    let full = built(&dir.path().join("full"), &corpus, &defs, &edited).await;
+    let full = built(&dir.path().join("full"), &corpus, &edited).await;
     assert_same("edit a judge prompt", &lake, &full).await;
 }

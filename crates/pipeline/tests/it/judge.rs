@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use cxrlake_llm::LlmConfig;
-use cxrlake_pipeline::judge::{JudgeBackend, JudgeOptions};
+use cxrlake_lake::Lake;
+use cxrlake_pipeline::{Fingerprint, RunMode};
 
-use crate::common::{number, qa_lake, strings};
+use crate::common::{number, pipeline, qa_lake, run_stage, strings};
 use crate::llm_server::{ExtractionServer, last_between};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -16,39 +16,40 @@ async fn heuristic_judge_and_grade() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (lake, _) = qa_lake(dir.path(), 24, 11).await;
     let questions = number(&lake, "SELECT count(*) FROM qa").await as usize;
-    let options = JudgeOptions {
-        chunk_patients: 7,
-        ..JudgeOptions::default()
-    };
+    let options = [("chunk_patients", "7")];
 
     // A plan counts without writing.
-    let plan = cxrlake_pipeline::judge::run(
-        &lake,
-        &JudgeOptions {
-            plan_only: true,
-            ..options.clone()
-        },
-    )
-    .await
-    .expect("plan");
+    let plan = pipeline(&lake, &options)
+        .await
+        .run_stage("judge", RunMode::CountOnly)
+        .await
+        .expect("plan");
     assert_eq!(number(&lake, "SELECT count(*) FROM qa_judgements").await, 0);
 
-    let judged = cxrlake_pipeline::judge::run(&lake, &options)
-        .await
-        .expect("judge");
-    assert_eq!(judged.questions, questions);
-    assert_eq!(judged.requests, 5 * questions, "{judged}");
+    let judged = run_stage(&lake, "judge", &options).await;
+    let judged_inputs = judged.metric("judged") as usize;
+    assert!(judged.chunks >= 2, "{judged}");
+    assert_eq!(judged.metric("questions") as usize, questions);
     assert_eq!(
-        judged.judged, plan.judged,
+        judged.metric("requests") as usize,
+        5 * questions,
+        "{judged}"
+    );
+    assert_eq!(
+        judged_inputs,
+        plan.metric("judged") as usize,
         "the plan counts what the run judges"
     );
-    assert_eq!(judged.unusable, 0, "{judged}");
+    assert_eq!(judged.metric("unusable"), 0, "{judged}");
     // Content dedup across chunks: each distinct input once, far fewer than the requests (the
     // ratio falls with the lake's size: 16.5 % at 60 studies, ~26 % at these 24).
-    assert!(judged.call_ratio() < 0.4, "{judged}");
+    assert!(
+        (judged_inputs as f64) < 0.4 * judged.metric("requests") as f64,
+        "{judged}"
+    );
     assert_eq!(
         number(&lake, "SELECT count(*) FROM qa_judgements").await as usize,
-        judged.judged
+        judged_inputs
     );
     assert_eq!(
         number(
@@ -56,7 +57,7 @@ async fn heuristic_judge_and_grade() {
             "SELECT count(*) FROM (SELECT DISTINCT judge, criterion, content_hash FROM qa_judgements)"
         )
         .await as usize,
-        judged.judged,
+        judged_inputs,
         "one verdict per (judge, criterion, content hash)"
     );
     // Question clarity reads the question text only: one verdict per distinct question text.
@@ -69,15 +70,12 @@ async fn heuristic_judge_and_grade() {
         number(&lake, "SELECT count(DISTINCT question) FROM qa").await
     );
     // A rerun judges nothing.
-    let again = cxrlake_pipeline::judge::run(&lake, &options)
-        .await
-        .expect("judge again");
-    assert_eq!(again.judged, 0, "{again}");
+    let again = run_stage(&lake, "judge", &options).await;
+    assert_eq!(again.metric("judged"), 0, "{again}");
 
-    let graded = cxrlake_pipeline::grade::run(&lake, &options)
-        .await
-        .expect("grade");
-    assert_eq!(graded.questions, questions, "{graded}");
+    let graded = run_stage(&lake, "grade", &options).await;
+    assert_eq!(graded.rows("qa"), questions, "{graded}");
+    let source = graded_source(&lake).await;
     assert_eq!(
         number(&lake, "SELECT count(*) FROM qa").await as usize,
         questions
@@ -152,12 +150,28 @@ async fn heuristic_judge_and_grade() {
     );
 
     // Grading again reads the qa stage's version, not its own output: same rows, same ratings.
-    let regraded = cxrlake_pipeline::grade::run(&lake, &options)
+    let regraded = run_stage(&lake, "grade", &options).await;
+    assert_eq!(regraded.rows("qa"), questions);
+    assert_eq!(
+        cxrlake_pipeline::grade::ratings(&regraded),
+        cxrlake_pipeline::grade::ratings(&graded)
+    );
+    assert!(!cxrlake_pipeline::grade::ratings(&graded).is_empty());
+    assert_eq!(graded_source(&lake).await, source);
+}
+
+/// The `qa` version the newest grade commit read.
+async fn graded_source(lake: &Lake) -> u64 {
+    let commit = lake
+        .history("qa", Some(1))
         .await
-        .expect("grade again");
-    assert_eq!(regraded.questions, questions);
-    assert_eq!(regraded.ratings, graded.ratings);
-    assert_eq!(regraded.source_version, graded.source_version);
+        .expect("history")
+        .remove(0);
+    let stage = commit.stage.expect("grade commit");
+    assert_eq!(stage.stage, "grade");
+    Fingerprint::from_json(&stage.fingerprint)
+        .expect("fingerprint")
+        .inputs["qa"]
 }
 
 /// Answers the judge prompts: every part OPTIMAL/aligned, except that question clarity of a
@@ -203,18 +217,18 @@ async fn llm_judge_with_unparseable_answers() {
     let endpoint = ExtractionServer::start_answering(judge_answer, Duration::ZERO, usize::MAX)
         .await
         .endpoint();
-    let mut down = LlmConfig::new(endpoint.parse().expect("url"), "judge-model");
-    down.max_retries = 0;
-    let error = cxrlake_pipeline::judge::run(
-        &lake,
-        &JudgeOptions {
-            backend: JudgeBackend::Llm(Box::new(down)),
-            ..JudgeOptions::default()
-        },
-    )
-    .await
-    .expect_err("down")
-    .to_string();
+    let down = [
+        ("llm_endpoint", endpoint.as_str()),
+        ("llm_model", "judge-model"),
+        ("judge", "llm"),
+        ("llm_max_retries", "0"),
+    ];
+    let error = pipeline(&lake, &down)
+        .await
+        .run_stage("judge", RunMode::Write)
+        .await
+        .expect_err("down")
+        .to_string();
     assert!(
         error.contains("every LLM call of step 'qa_judgements' failed"),
         "{error}"
@@ -223,20 +237,19 @@ async fn llm_judge_with_unparseable_answers() {
 
     let server =
         ExtractionServer::start_answering(judge_answer, Duration::from_millis(0), usize::MAX).await;
-    let mut config = LlmConfig::new(server.endpoint().parse().expect("url"), "judge-model");
-    config.concurrency = 8;
-    let options = JudgeOptions {
-        backend: JudgeBackend::Llm(Box::new(config)),
-        ..JudgeOptions::default()
-    };
-    let judged = cxrlake_pipeline::judge::run(&lake, &options)
-        .await
-        .expect("judge");
+    let endpoint = server.endpoint();
+    let options = [
+        ("llm_endpoint", endpoint.as_str()),
+        ("llm_model", "judge-model"),
+        ("judge", "llm"),
+        ("llm_concurrency", "8"),
+    ];
+    let judged = run_stage(&lake, "judge", &options).await;
     let questions = number(&lake, "SELECT count(*) FROM qa").await as usize;
-    assert_eq!(judged.requests, 5 * questions);
+    assert_eq!(judged.metric("requests") as usize, 5 * questions);
     assert_eq!(
         server.answers(),
-        judged.judged,
+        judged.metric("judged") as usize,
         "one call per distinct input"
     );
     assert_eq!(server.repeated(), 0);
@@ -249,13 +262,13 @@ async fn llm_judge_with_unparseable_answers() {
         pneumothorax > 0,
         "the sampled questions ask about pneumothorax"
     );
-    assert_eq!(judged.unusable, pneumothorax, "{judged}");
+    assert_eq!(judged.metric("unusable") as usize, pneumothorax, "{judged}");
 
-    let graded = cxrlake_pipeline::grade::run(&lake, &options)
-        .await
-        .expect("grade");
+    let graded = run_stage(&lake, "grade", &options).await;
     assert!(
-        graded.judge.starts_with("llm:judge-model@judge-prompts-1+"),
+        graded
+            .metric_text("judge")
+            .starts_with("llm:judge-model@judge-prompts-1+"),
         "{graded}"
     );
     assert_eq!(
@@ -274,10 +287,8 @@ async fn llm_judge_with_unparseable_answers() {
 
     // A rerun asks again only what was unusable, and the llm_calls cache answers it.
     let before = server.answers();
-    let again = cxrlake_pipeline::judge::run(&lake, &options)
-        .await
-        .expect("judge again");
-    assert_eq!(again.judged, pneumothorax, "{again}");
+    let again = run_stage(&lake, "judge", &options).await;
+    assert_eq!(again.metric("judged") as usize, pneumothorax, "{again}");
     assert_eq!(
         server.answers(),
         before,

@@ -3,7 +3,7 @@
 
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
-use cxrlake_pipeline::localize::{LocalizeOptions, run};
+use cxrlake_pipeline::Fingerprint;
 use cxrlake_refdefs::RefDefs;
 use cxrlake_synth::{SynthOptions, generate};
 use datafusion::arrow::array::{Array, AsArray};
@@ -35,10 +35,7 @@ async fn synthetic_corpus_is_localized() {
     let dir = tempfile::tempdir().expect("tempdir");
     let corpus = dir.path().join("corpus");
     generate(&SynthOptions::new(40, 11, &corpus)).expect("synth");
-    let lake = Lake::open_url(dir.path().join("lake").to_str().expect("utf8"))
-        .expect("open")
-        .with_session_factory(cxrlake_udfs::session_context_on);
-    lake.init().await.expect("init");
+    let lake = crate::common::open_lake(&dir.path().join("lake")).await;
     let summary = ingest(&lake, &IngestOptions::new(vec![corpus]))
         .await
         .expect("ingest");
@@ -46,19 +43,17 @@ async fn synthetic_corpus_is_localized() {
 
     let defs = RefDefs::embedded().expect("refdefs");
     // Small chunks, so that the run spans several commits.
-    let options = LocalizeOptions {
-        chunk_patients: 9,
-        ..LocalizeOptions::default()
-    };
-    let localized = run(&lake, &defs, &options).await.expect("localize");
+    let options = [("chunk_patients", "9")];
+    let localized = crate::common::run_stage(&lake, "localize", &options).await;
     let images = scalar_f64(&lake, "SELECT count(*) FROM images").await as usize;
     let patients = scalar_f64(&lake, "SELECT count(DISTINCT patient_id) FROM images").await;
     let chunks = (patients / 9.0).ceil();
     assert!(chunks >= 2.0, "{patients} patients");
-    assert_eq!(localized.images, images);
+    assert_eq!(localized.chunks as f64, chunks);
+    assert_eq!(localized.units, (patients as usize, "patients"));
     let regions = defs.regions().filter(|r| r.is_localized()).count();
     assert_eq!(
-        localized.rows,
+        localized.rows("region_boxes"),
         images * regions,
         "one row per image × localized region"
     );
@@ -127,15 +122,17 @@ async fn synthetic_corpus_is_localized() {
         .remove(0);
     let stage = commit.stage.expect("stage commit");
     assert_eq!(stage.stage, "localize");
-    assert_eq!(stage.fingerprint["refdefs"], defs.fingerprint());
+    let fingerprint = Fingerprint::from_json(&stage.fingerprint).expect("typed fingerprint");
+    assert_eq!(fingerprint.definitions["refdefs"], defs.fingerprint());
+    assert_eq!(fingerprint.definitions["min_area"], "16");
     assert_eq!(stage.metrics["chunk"], stage.metrics["chunks"]);
     assert_eq!(stage.metrics["chunks"].as_f64(), Some(chunks));
 
     // A second run replaces the table rather than adding to it.
-    let again = run(&lake, &defs, &options).await.expect("localize again");
+    let again = crate::common::run_stage(&lake, "localize", &options).await;
     assert_eq!(again.rows, localized.rows);
     assert_eq!(
         scalar_f64(&lake, "SELECT count(*) FROM region_boxes").await as usize,
-        localized.rows
+        localized.rows("region_boxes")
     );
 }

@@ -8,3 +8,4 @@ mod judge;
 mod llm_server;
 mod localize;
 mod qa;
+mod toy;

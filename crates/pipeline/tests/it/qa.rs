@@ -3,42 +3,30 @@
 //! study), yes/no answers agree with the scene graph, sampling follows qa_balance and a rerun
 //! is identical.
 
-use cxrlake_pipeline::graph::GraphOptions;
-use cxrlake_pipeline::map::MapOptions;
-use cxrlake_pipeline::qa::QaOptions;
+use cxrlake_pipeline::RunMode;
 use cxrlake_templates::Templates;
 
-use crate::common::{localized_lake, number, query, strings};
+use crate::common::{localized_lake, number, pipeline, query, run_stage, strings};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn qa_generates_every_template_with_well_formed_answers() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (lake, defs) = localized_lake(dir.path(), 40, 5).await;
-    cxrlake_pipeline::map::run(&lake, &defs, &MapOptions::default())
-        .await
-        .expect("map");
-    cxrlake_pipeline::graph::run(&lake, &defs, &GraphOptions::default())
-        .await
-        .expect("graph");
+    run_stage(&lake, "map", &[]).await;
+    run_stage(&lake, "graph", &[]).await;
     // Without the balance stage, qa says what to run first.
-    let err = cxrlake_pipeline::qa::run(&lake, &defs, &QaOptions::default())
+    let err = pipeline(&lake, &[])
+        .await
+        .run_stage("qa", RunMode::Write)
         .await
         .expect_err("qa before balance");
     assert!(err.to_string().contains("cxrlake run balance"), "{err}");
     let templates = Templates::embedded(&defs).expect("templates");
-    let balanced = cxrlake_pipeline::balance::run(&lake, &templates)
-        .await
-        .expect("balance");
-    assert!(balanced.rows > 20, "{balanced}");
-    let options = QaOptions {
-        chunk_patients: 9,
-        ..QaOptions::default()
-    };
-    let generated = cxrlake_pipeline::qa::run(&lake, &defs, &options)
-        .await
-        .expect("qa");
-    assert_eq!(generated.studies, 40);
-    assert!(generated.questions > 40 * 50, "{generated}");
+    let balanced = run_stage(&lake, "balance", &[]).await;
+    assert!(balanced.rows("qa_balance") > 20, "{balanced}");
+    let generated = run_stage(&lake, "qa", &[("chunk_patients", "3")]).await;
+    assert!(generated.chunks >= 2, "{generated}");
+    assert!(generated.rows("qa") > 40 * 50, "{generated}");
 
     // Every template of tables 13–15 (and the indication) asks questions.
     let types = strings(
@@ -113,9 +101,7 @@ async fn qa_generates_every_template_with_well_formed_answers() {
         "SELECT study_id, question_id, question FROM qa ORDER BY study_id, question_id",
     )
     .await;
-    cxrlake_pipeline::qa::run(&lake, &defs, &QaOptions::default())
-        .await
-        .expect("qa again");
+    run_stage(&lake, "qa", &[]).await;
     let after = query(
         &lake,
         "SELECT study_id, question_id, question FROM qa ORDER BY study_id, question_id",

@@ -1,0 +1,417 @@
+//! [`Pipeline`]: a lake, its resolved settings (the lake's stored ones reused), the definitions
+//! they name (loaded once per run), and the stage graph. Every stage receives it; `plan`,
+//! `status`, `run` and a single stage's run go through it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use cxrlake_embed::Embedder;
+use cxrlake_extract::prompts::Prompts;
+use cxrlake_judge::{Judge, JudgePrompts};
+use cxrlake_lake::{CxrlakeConfig, Lake, Settings};
+use cxrlake_llm::LlmConfig;
+use cxrlake_refdefs::RefDefs;
+use cxrlake_templates::Templates;
+
+use crate::error::{PipelineError, Result};
+use crate::incremental::{self, Plan, StagePlan};
+use crate::runner;
+use crate::scope::Scope;
+use crate::settings::{self, StoredRun};
+use crate::stage::{RunMode, Stage, StageReport};
+
+/// A pipeline over one lake.
+pub struct Pipeline {
+    lake: Lake,
+    settings: Settings,
+    stored: Option<StoredRun>,
+    run_id: String,
+    stages: Vec<Arc<dyn Stage>>,
+    progress: bool,
+    defs: RefDefs,
+    templates: OnceLock<Arc<Templates>>,
+    embedder: OnceLock<Arc<dyn Embedder>>,
+    prompts: OnceLock<Arc<Prompts>>,
+    judge_prompts: OnceLock<Arc<JudgePrompts>>,
+}
+
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline")
+            .field("lake", &self.lake.root().as_str())
+            .field("run_id", &self.run_id)
+            .field("stages", &self.stage_names())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Builds a [`Pipeline`].
+#[derive(Debug)]
+pub struct PipelineBuilder {
+    lake: Lake,
+    settings: Settings,
+    reuse_stored: bool,
+    progress: bool,
+    extra: Vec<Arc<dyn Stage>>,
+}
+
+impl PipelineBuilder {
+    /// Resolve with these settings (the lake's own by default).
+    pub fn settings(mut self, settings: Settings) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// Sets one `cxrlake.*` key, as a flag would.
+    pub fn set(mut self, key: &str, value: &str) -> Result<Self> {
+        self.settings.set(key, value)?;
+        Ok(self)
+    }
+
+    /// Whether the lake's stored settings are reused (default yes; `--reset` says no).
+    pub fn reuse_stored_settings(mut self, reuse: bool) -> Self {
+        self.reuse_stored = reuse;
+        self
+    }
+
+    /// Show progress bars on stderr (when it is a terminal).
+    pub fn progress(mut self, progress: bool) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// Adds a stage after the built-in ones.
+    pub fn stage(mut self, stage: Arc<dyn Stage>) -> Self {
+        self.extra.push(stage);
+        self
+    }
+
+    /// Resolves the settings and loads the reference definitions.
+    pub async fn open(self) -> Result<Pipeline> {
+        let mut settings = self.settings;
+        let lake = self
+            .lake
+            .with_session_factory(cxrlake_udfs::session_context_on);
+        let stored = settings::stored_run(&lake).await?;
+        if let (Some(stored), true) = (&stored, self.reuse_stored) {
+            settings::apply_stored(&mut settings, stored)?;
+        }
+        settings::resolve_backends(&mut settings)?;
+        let defs = load_refdefs(&settings.cxrlake)?;
+        let mut stages = crate::stages::graph();
+        stages.extend(self.extra);
+        let mut names: Vec<&str> = stages.iter().map(|s| s.def().name).collect();
+        names.sort_unstable();
+        if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(PipelineError::Config(format!(
+                "two stages are named {}",
+                twice[0]
+            )));
+        }
+        Ok(Pipeline {
+            lake,
+            settings,
+            stored,
+            run_id: format!(
+                "{}-{}",
+                chrono::Utc::now().format("%Y%m%dT%H%M%S%.3fZ"),
+                &uuid::Uuid::new_v4().simple().to_string()[..8]
+            ),
+            stages,
+            progress: self.progress,
+            defs,
+            templates: OnceLock::new(),
+            embedder: OnceLock::new(),
+            prompts: OnceLock::new(),
+            judge_prompts: OnceLock::new(),
+        })
+    }
+}
+
+/// The value of `cell`, loaded by `load` the first time.
+fn loaded<T: Clone>(cell: &OnceLock<T>, load: impl FnOnce() -> Result<T>) -> Result<T> {
+    if let Some(value) = cell.get() {
+        return Ok(value.clone());
+    }
+    let value = load()?;
+    Ok(cell.get_or_init(|| value).clone())
+}
+
+/// The reference definitions `cxrlake.refdefs` names.
+fn load_refdefs(config: &CxrlakeConfig) -> Result<RefDefs> {
+    let result = match settings::path(&config.refdefs) {
+        Some(dir) => RefDefs::load(&dir),
+        None => RefDefs::embedded(),
+    };
+    result.map_err(|err| match err {
+        cxrlake_refdefs::Error::Invalid(diagnostics) => PipelineError::Config(format!(
+            "{} error(s) in the reference definitions{}; run `cxrlake refdefs check` for all. \
+             First: {}",
+            diagnostics.len(),
+            settings::path(&config.refdefs)
+                .map(|p| format!(" of {}", p.display()))
+                .unwrap_or_default(),
+            diagnostics
+                .first()
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        )),
+        other => PipelineError::Config(format!("reference definitions: {other}")),
+    })
+}
+
+impl Pipeline {
+    /// A pipeline over `lake` with the lake's settings (add flags with the builder).
+    pub fn builder(lake: Lake) -> PipelineBuilder {
+        let settings = lake.settings().clone();
+        PipelineBuilder {
+            lake,
+            settings,
+            reuse_stored: true,
+            progress: false,
+            extra: Vec::new(),
+        }
+    }
+
+    /// A pipeline over `lake` with the lake's settings and its stored ones reused.
+    pub async fn open(lake: Lake) -> Result<Pipeline> {
+        Self::builder(lake).open().await
+    }
+
+    /// The lake (its sessions have cxrlake's functions).
+    pub fn lake(&self) -> &Lake {
+        &self.lake
+    }
+
+    /// The resolved settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// The resolved `cxrlake.*` values.
+    pub fn config(&self) -> &CxrlakeConfig {
+        &self.settings.cxrlake
+    }
+
+    /// The lake's last run, as stored.
+    pub fn stored(&self) -> Option<&StoredRun> {
+        self.stored.as_ref()
+    }
+
+    /// Settings given explicitly that differ from the lake's stored ones: `(key, stored, now,
+    /// source)`.
+    pub fn setting_changes(&self) -> Vec<(String, String, String, cxrlake_lake::Source)> {
+        self.stored
+            .as_ref()
+            .map(|stored| settings::changes(&self.settings, stored))
+            .unwrap_or_default()
+    }
+
+    /// This run's id (in every commit's fingerprint and in `runs`).
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// Whether stages show progress bars.
+    pub fn shows_progress(&self) -> bool {
+        self.progress
+    }
+
+    /// The reference definitions `cxrlake.refdefs` names.
+    pub fn defs(&self) -> &RefDefs {
+        &self.defs
+    }
+
+    /// The QA templates `cxrlake.templates` names, checked against the definitions.
+    pub fn templates(&self) -> Result<Arc<Templates>> {
+        loaded(&self.templates, || {
+            Ok(Arc::new(match settings::path(&self.config().templates) {
+                Some(dir) => Templates::load(&dir, &self.defs)?,
+                None => Templates::embedded(&self.defs)?,
+            }))
+        })
+    }
+
+    /// The embedder `cxrlake.embedder` names (a model is loaded once per pipeline).
+    pub fn embedder(&self) -> Result<Arc<dyn Embedder>> {
+        loaded(&self.embedder, || {
+            let config = self.config();
+            cxrlake_embed::load(&config.embedder, &config.onnx_model, &config.onnx_tokenizer)
+                .map_err(|e| match e {
+                    cxrlake_embed::EmbedError::InvalidSetting(reason) => {
+                        PipelineError::Config(reason)
+                    }
+                    other => PipelineError::Embed(other),
+                })
+        })
+    }
+
+    /// The LLM `cxrlake.llm_*` name (`None`: no endpoint).
+    pub fn llm(&self) -> Result<Option<LlmConfig>> {
+        settings::llm_config(self.config())
+    }
+
+    /// The LLM, required by `backend` (`extractor` or `judge`) set to `llm`.
+    pub fn required_llm(&self, backend: &str) -> Result<LlmConfig> {
+        self.llm()?.ok_or_else(|| {
+            PipelineError::Config(format!(
+                "cxrlake.{backend} = llm needs an endpoint: --llm-endpoint URL --model NAME"
+            ))
+        })
+    }
+
+    /// The extraction prompts `cxrlake.prompts` names.
+    pub fn prompts(&self) -> Result<Arc<Prompts>> {
+        loaded(&self.prompts, || {
+            Ok(Arc::new(match settings::path(&self.config().prompts) {
+                Some(dir) => Prompts::load(&dir).map_err(|e| {
+                    PipelineError::Config(format!("extraction prompts {}: {e}", dir.display()))
+                })?,
+                None => Prompts::embedded(),
+            }))
+        })
+    }
+
+    /// The judge `cxrlake.judge` names (its id and how it builds requests).
+    pub fn judge(&self) -> Result<Judge> {
+        Ok(match self.config().judge.as_str() {
+            "llm" => Judge::Llm {
+                model: self.required_llm("judge")?.model,
+                prompts: self.judge_prompts()?,
+            },
+            _ => Judge::Heuristic,
+        })
+    }
+
+    fn judge_prompts(&self) -> Result<Arc<JudgePrompts>> {
+        loaded(&self.judge_prompts, || {
+            Ok(Arc::new(
+                match settings::path(&self.config().judge_prompts) {
+                    Some(dir) => JudgePrompts::load(&dir).map_err(|e| {
+                        PipelineError::Config(format!("judge prompts {}: {e}", dir.display()))
+                    })?,
+                    None => JudgePrompts::embedded(),
+                },
+            ))
+        })
+    }
+
+    /// The stages in graph order.
+    pub fn stages(&self) -> &[Arc<dyn Stage>] {
+        &self.stages
+    }
+
+    /// The stage names in graph order.
+    pub fn stage_names(&self) -> Vec<&'static str> {
+        self.stages.iter().map(|s| s.def().name).collect()
+    }
+
+    /// The stage `name`; an unknown name is an error listing the stages.
+    pub fn stage(&self, name: &str) -> Result<&Arc<dyn Stage>> {
+        self.stages
+            .iter()
+            .find(|s| s.def().name == name)
+            .ok_or_else(|| PipelineError::UnknownStage {
+                name: name.to_string(),
+                stages: self.stage_names().join(", "),
+            })
+    }
+
+    /// The stage that writes `table` for `stage`: the nearest one before it in the graph with
+    /// `table` among its outputs (`None`: a source table).
+    pub fn producer(&self, stage: &str, table: &str) -> Option<&'static str> {
+        let index = self.stages.iter().position(|s| s.def().name == stage)?;
+        self.stages[..index]
+            .iter()
+            .rev()
+            .find(|s| s.def().outputs.contains(&table))
+            .map(|s| s.def().name)
+    }
+
+    /// The version of `table` that `stage` reads: the newest its producer committed (a later
+    /// commit by another stage, e.g. grade's rewrite of `qa`, is not the producer's output),
+    /// else the newest.
+    pub async fn input_version(&self, stage: &str, table: &str) -> Result<u64> {
+        let newest = self.lake.table(table).await?.version().unwrap_or(0) as u64;
+        let Some(producer) = self.producer(stage, table) else {
+            return Ok(newest);
+        };
+        let history = self.lake.history(table, Some(2_000)).await?;
+        Ok(history
+            .iter()
+            .find(|c| c.stage.as_ref().is_some_and(|s| s.stage == producer))
+            .map_or(newest, |c| c.version))
+    }
+
+    /// The versions of every input of `stage` it reads now.
+    pub(crate) async fn input_versions(&self, stage: &dyn Stage) -> Result<HashMap<String, u64>> {
+        let mut versions = HashMap::new();
+        for table in stage.def().inputs {
+            versions.insert(
+                table.to_string(),
+                self.input_version(stage.def().name, table).await?,
+            );
+        }
+        Ok(versions)
+    }
+
+    /// Runs stage `name` over every study and records the run in `runs`.
+    pub async fn run_stage(&self, name: &str, mode: RunMode) -> Result<StageReport> {
+        let stage = self.stage(name)?.clone();
+        if mode == RunMode::Write {
+            self.record(&format!("run {name}"), &[name]).await?;
+        }
+        runner::run(self, stage.as_ref(), &Scope::All, false, mode).await
+    }
+
+    /// Runs stage `name` over `scope` (with `detect`, passing on only the studies whose rows
+    /// changed).
+    pub async fn run_stage_over(
+        &self,
+        name: &str,
+        scope: &Scope,
+        detect: bool,
+    ) -> Result<StageReport> {
+        let stage = self.stage(name)?.clone();
+        runner::run(self, stage.as_ref(), scope, detect, RunMode::Write).await
+    }
+
+    /// What [`Pipeline::run`] would recompute, without running anything.
+    pub async fn plan(&self, full: bool) -> Result<Plan> {
+        incremental::plan(self, full).await
+    }
+
+    /// Runs every stage that is not up to date over the studies it must recompute (all of
+    /// them with `full`); `observe` sees each stage as it ends.
+    pub async fn run(&self, full: bool, observe: &mut dyn FnMut(&StagePlan)) -> Result<Plan> {
+        let names = self.stage_names();
+        self.record(if full { "run --full" } else { "run" }, &names)
+            .await?;
+        crate::refdefs::load_reference_tables(&self.lake, &self.defs).await?;
+        incremental::run(self, full, observe).await
+    }
+
+    /// Checks that every setting names something usable (templates, prompts, embedder, the
+    /// LLM and its PHI guard), so that a run records only settings it can run with.
+    pub fn validate(&self) -> Result<()> {
+        self.templates()?;
+        self.embedder()?;
+        self.prompts()?;
+        self.judge()?;
+        crate::extract::extractor_id(self)?;
+        if let Some(llm) = self.llm()?
+            && (self.config().extractor == "llm" || self.config().judge == "llm")
+        {
+            // The configuration, the PHI guard and the API key, as a client checks them.
+            cxrlake_llm::LlmClient::new(llm)?;
+        }
+        Ok(())
+    }
+
+    /// Appends this run to `runs` and keeps the definitions' sources for later diffs.
+    async fn record(&self, command: &str, stages: &[&str]) -> Result<()> {
+        self.validate()?;
+        crate::refdefs::remember_refdefs(&self.lake, &self.defs).await?;
+        settings::record_run(&self.lake, &self.run_id, command, stages, &self.settings).await
+    }
+}

@@ -1,0 +1,338 @@
+//! A stage's SQL file: its `-- @step` / `-- @table` statements, running one, casting its
+//! result to the table's schema (with struct flattening), and the SQL hash of the fingerprint.
+//!
+//! ```text
+//! -- @step <name>     the result is registered as the in-memory table <name> for the
+//!                     statements after it
+//! -- @table <name>    the result is also written to the lake table <name>; a struct column
+//!                     flattened with `unnest(s)` fills the table's columns by field name
+//! ```
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, new_null_array};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
+use datafusion::scalar::ScalarValue;
+
+use crate::error::{PipelineError, Result};
+
+/// The column of `batch` that fills the table column `name`: the column of that name, else the
+/// one field of a struct flattened by `unnest(s)` (DataFusion names it `s.name`, or
+/// `t.s.name` when `s` is qualified).
+fn column_for<'a>(
+    batch: &'a RecordBatch,
+    name: &str,
+) -> std::result::Result<Option<&'a ArrayRef>, String> {
+    if let Some(column) = batch.column_by_name(name) {
+        return Ok(Some(column));
+    }
+    let suffix = format!(".{name}");
+    let schema = batch.schema();
+    let hits: Vec<usize> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.name().ends_with(&suffix))
+        .map(|(i, _)| i)
+        .collect();
+    match hits.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(batch.column(*one))),
+        many => Err(format!(
+            "column {name} is ambiguous: {}",
+            many.iter()
+                .map(|i| schema.field(*i).name().as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
+}
+
+/// Casts a stage result to the table's `schema` (Delta reads strings as views, lists keep their
+/// field names, …) so that every stage writes exactly the declared types; nullable columns the
+/// stage does not select are NULL. A column missing by name is taken from a struct flattened
+/// with `unnest(s)` ([`column_for`]).
+pub(crate) fn conform(
+    stage: &'static str,
+    table: &str,
+    schema: &SchemaRef,
+    batch: &RecordBatch,
+) -> Result<RecordBatch> {
+    let error = |reason: String| PipelineError::Schema {
+        stage,
+        table: table.to_string(),
+        reason,
+    };
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|field| {
+            let Some(column) = column_for(batch, field.name()).map_err(&error)? else {
+                // A nullable column the stage does not compute (e.g. judged later) is NULL.
+                if field.is_nullable() {
+                    return Ok(new_null_array(field.data_type(), batch.num_rows()));
+                }
+                return Err(error(format!("missing column {}", field.name())));
+            };
+            cast(column, field.data_type())
+                .map_err(|e| error(format!("column {}: {e}", field.name())))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    RecordBatch::try_new(schema.clone(), columns).map_err(|e| error(e.to_string()))
+}
+
+/// Runs `sql` of `stage` to completion.
+pub(crate) async fn collect(
+    ctx: &SessionContext,
+    stage: &'static str,
+    sql: &str,
+) -> Result<Vec<RecordBatch>> {
+    ctx.sql(sql)
+        .await
+        .map_err(|e| PipelineError::query(stage, e))?
+        .collect()
+        .await
+        .map_err(|e| PipelineError::query(stage, e))
+}
+
+/// The single integer `sql` of `stage` returns (a `count(*)`).
+pub(crate) async fn count(ctx: &SessionContext, stage: &'static str, sql: &str) -> Result<usize> {
+    let batches = collect(ctx, stage, sql).await?;
+    Ok(batches
+        .first()
+        .and_then(|b| b.column(0).as_primitive_opt::<Int64Type>())
+        .map(|a| a.value(0))
+        .unwrap_or(0) as usize)
+}
+
+/// A short content hash of a stage's SQL, part of its fingerprint: of its [`sql_code`], so
+/// that editing a comment or the layout does not make the stage's tables stale.
+pub fn sql_hash(sql: &str) -> String {
+    use sha2::Digest;
+    hex::encode(&sha2::Sha256::digest(sql_code(sql).as_bytes())[..8])
+}
+
+/// `sql` without its `--` comments (but with the `-- @step` / `-- @table` headers, which name
+/// the statements), each line trimmed, blank lines dropped. `--` inside a string literal or a
+/// quoted identifier is text, not a comment.
+fn sql_code(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    let mut quote: Option<char> = None;
+    for line in sql.lines() {
+        let trimmed = line.trim();
+        let in_text = quote.is_some();
+        if !in_text && trimmed.starts_with("-- @") {
+            out.push_str(trimmed);
+            out.push('\n');
+            continue;
+        }
+        let mut code = String::with_capacity(line.len());
+        let mut chars = line.chars().peekable();
+        while let Some(c) = chars.next() {
+            match quote {
+                Some(q) if c == q => quote = None,
+                Some(_) => {}
+                None if c == '\'' || c == '"' => quote = Some(c),
+                None if c == '-' && chars.peek() == Some(&'-') => break,
+                None => {}
+            }
+            code.push(c);
+        }
+        // Whitespace inside a string literal is kept.
+        let code = if in_text {
+            code.as_str()
+        } else {
+            code.trim_start()
+        };
+        let code = if quote.is_some() {
+            code
+        } else {
+            code.trim_end()
+        };
+        if !code.is_empty() || in_text {
+            out.push_str(code);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// One statement of a stage's SQL file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Statement {
+    /// The name its result is registered under.
+    pub name: String,
+    /// Whether the result is written to the lake table `name`.
+    pub is_table: bool,
+    /// The SQL text.
+    pub sql: String,
+}
+
+/// Splits the SQL file of `stage` into its `-- @step <name>` / `-- @table <name>` statements;
+/// `tables` says which names are tables the stage may write.
+pub fn statements(stage: &str, sql: &str, tables: &dyn Fn(&str) -> bool) -> Result<Vec<Statement>> {
+    let error = |reason: String| PipelineError::Sql {
+        file: format!("sql/{stage}.sql"),
+        reason,
+    };
+    let mut out: Vec<Statement> = Vec::new();
+    for line in sql.lines() {
+        let header = line.trim().strip_prefix("-- @");
+        if let Some(header) = header {
+            let (kind, name) = header.split_once(' ').unwrap_or((header, ""));
+            let is_table = match kind {
+                "step" => false,
+                "table" => true,
+                _ => return Err(error(format!("unknown header '-- @{header}'"))),
+            };
+            let name = name.trim();
+            if name.is_empty() {
+                return Err(error(format!("header '-- @{header}' has no name")));
+            }
+            if is_table && !tables(name) {
+                return Err(error(format!(
+                    "@table {name} is not a table of the stage's outputs"
+                )));
+            }
+            out.push(Statement {
+                name: name.to_string(),
+                is_table,
+                sql: String::new(),
+            });
+        } else if let Some(statement) = out.last_mut() {
+            statement.sql.push_str(line);
+            statement.sql.push('\n');
+        }
+    }
+    Ok(out)
+}
+
+/// Runs one statement with the `$name` parameters it uses; returns its schema with its batches
+/// (there may be none).
+pub(crate) async fn run_statement(
+    ctx: &SessionContext,
+    stage: &'static str,
+    statement: &Statement,
+    params: &[(&str, ScalarValue)],
+) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+    let query = |e| PipelineError::Statement {
+        stage,
+        statement: statement.name.clone(),
+        source: Box::new(e),
+    };
+    let frame = ctx.sql(&statement.sql).await.map_err(query)?;
+    let used: Vec<(&str, ScalarValue)> = params
+        .iter()
+        .filter(|(name, _)| statement.sql.contains(&format!("${name}")))
+        .map(|(name, value)| (*name, value.clone()))
+        .collect();
+    let frame = if used.is_empty() {
+        frame
+    } else {
+        frame.with_param_values(used).map_err(query)?
+    };
+    let planned = Arc::new(frame.schema().as_arrow().clone());
+    let batches = frame.collect().await.map_err(query)?;
+    // Executed batches may differ from the plan in nullability; theirs is what a MemTable needs.
+    let schema = batches.first().map_or(planned, RecordBatch::schema);
+    Ok((schema, batches))
+}
+
+/// Registers `batches` as the in-memory table `name`, shadowing a lake table of that name.
+pub(crate) fn register(
+    ctx: &SessionContext,
+    stage: &'static str,
+    name: &str,
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<()> {
+    let table = MemTable::try_new(schema, vec![batches.to_vec()])
+        .map_err(|e| PipelineError::query(stage, e))?;
+    // register_table refuses an existing name, and the lake's table of that name is registered.
+    ctx.deregister_table(name)
+        .map_err(|e| PipelineError::query(stage, e))?;
+    ctx.register_table(name, Arc::new(table))
+        .map_err(|e| PipelineError::query(stage, e))?;
+    Ok(())
+}
+
+/// The non-null values of the first column of `batches` as strings.
+pub(crate) fn first_column_strings(
+    stage: &'static str,
+    batches: &[RecordBatch],
+) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for batch in batches {
+        let column = cast(batch.column(0), &DataType::Utf8)
+            .map_err(|e| PipelineError::query(stage, e.into()))?;
+        out.extend(
+            column
+                .as_string::<i32>()
+                .iter()
+                .flatten()
+                .map(str::to_string),
+        );
+    }
+    Ok(out)
+}
+
+/// `(first, last, patients)` of consecutive chunks of `per_chunk` patients of `table`, in id
+/// order.
+pub(crate) async fn patient_ranges(
+    ctx: &SessionContext,
+    stage: &'static str,
+    table: &str,
+    per_chunk: usize,
+) -> Result<Vec<(String, String, usize)>> {
+    let batches = collect(
+        ctx,
+        stage,
+        &format!("SELECT DISTINCT patient_id FROM {table} ORDER BY patient_id"),
+    )
+    .await?;
+    let ids = first_column_strings(stage, &batches)?;
+    Ok(ids
+        .chunks(per_chunk.max(1))
+        .map(|chunk| {
+            (
+                chunk[0].clone(),
+                chunk[chunk.len() - 1].clone(),
+                chunk.len(),
+            )
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn comments_and_layout_do_not_change_the_sql_hash_but_code_does() {
+        let sql = "-- grade: what it does\n-- @step requests\nSELECT a, -- the id\n  b\nFROM t\n";
+        let reworded = "-- grade: what it does, better said\n\n-- @step requests\n\
+                        SELECT a,\n    b -- kept\nFROM t   \n";
+        assert_eq!(sql_hash(sql), sql_hash(reworded));
+        assert_ne!(sql_hash(sql), sql_hash(&sql.replace("FROM t", "FROM u")));
+        // A header names a statement: it is code.
+        assert_ne!(
+            sql_hash(sql),
+            sql_hash(&sql.replace("@step requests", "@step asks"))
+        );
+        // `--` in a string literal or quoted identifier is text.
+        let literal = "SELECT '--a' AS \"x--y\" FROM t\n";
+        assert_eq!(sql_code(literal), literal);
+        assert_ne!(
+            sql_hash(literal),
+            sql_hash("SELECT '--b' AS \"x--y\" FROM t\n")
+        );
+        // Whitespace inside a multi-line literal is kept.
+        assert_ne!(
+            sql_hash("SELECT 'a\n  b' FROM t\n"),
+            sql_hash("SELECT 'a\nb' FROM t\n")
+        );
+    }
+}

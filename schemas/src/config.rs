@@ -1,0 +1,84 @@
+//! `cxrlake.*`, cxrlake's one configuration namespace: every setting, with its default and
+//! what it does, as a DataFusion config extension (so `SET cxrlake.<key> = …` works in SQL and
+//! functions read the values of their session). How values are resolved from the config file,
+//! the environment, flags and the lake's stored settings is `cxrlake_lake::Settings`.
+
+use datafusion_common::config::ConfigExtension;
+use datafusion_common::extensions_options;
+
+extensions_options! {
+    /// Settings that change what cxrlake does; the README's Configuration table lists every key.
+    pub struct CxrlakeConfig {
+        /// Root URL of the lake: a folder, file://, memory://, s3://, gs:// or az://.
+        pub lake: String, default = "./lake".to_string()
+        /// Seed of all hash-based sampling.
+        pub seed: u64, default = 0
+        /// Allow LLM endpoints outside loopback and private networks (MIMIC text is PHI).
+        pub allow_remote_llm: bool, default = false
+        /// OpenAI-compatible base URL of the LLM backend, e.g. http://127.0.0.1:8000/v1; empty
+        /// means the rules backend.
+        pub llm_endpoint: String, default = String::new()
+        /// Model name sent to the LLM endpoint (part of every cache key).
+        pub llm_model: String, default = String::new()
+        /// LLM requests kept in flight at once.
+        pub llm_concurrency: usize, default = 16
+        /// Seconds one LLM request may take, queueing at the server included; a slow CPU server
+        /// answering long prompts needs more.
+        pub llm_request_timeout: u64, default = 120
+        /// Environment variable holding the LLM API key, if the server needs one (never logged).
+        pub llm_api_key_env: String, default = String::new()
+        /// Embedder of the map stage: `lexical` (zero set-up default) or `onnx` (a
+        /// sentence-transformer exported to ONNX; needs onnx_model, onnx_tokenizer and
+        /// ORT_DYLIB_PATH).
+        pub embedder: String, default = "lexical".to_string()
+        /// Path of the ONNX model file of the onnx embedder (e.g. BioLORD-2023-C exported to ONNX).
+        pub onnx_model: String, default = String::new()
+        /// Path of the tokenizer.json that belongs to onnx_model.
+        pub onnx_tokenizer: String, default = String::new()
+        /// Cosine similarity an extracted tag needs to map onto a reference tag (paper: 0.5).
+        pub match_threshold: f64, default = 0.5
+        /// Rows per record batch in stage plans.
+        pub batch_size: usize, default = 8192
+        /// Reference definitions folder (regions, findings, modifiers, changes); empty means the
+        /// definitions embedded in cxrlake (`refdefs/` of its source).
+        pub refdefs: String, default = String::new()
+        /// QA templates folder; empty means the embedded `templates/`.
+        pub templates: String, default = String::new()
+        /// Extraction prompts folder of the LLM backend; empty means the embedded `prompts/`.
+        pub prompts: String, default = String::new()
+        /// Judge prompts folder of the LLM judge; empty means the embedded `prompts/judge/`.
+        pub judge_prompts: String, default = String::new()
+        /// Extraction backend: `rules`, `llm`, or empty for `llm` when llm_endpoint is set and
+        /// `rules` otherwise (resolved once, then kept by the lake).
+        pub extractor: String, default = String::new()
+        /// Judge: `heuristic`, `llm`, or empty for `llm` when llm_endpoint is set and
+        /// `heuristic` otherwise (resolved once, then kept by the lake).
+        pub judge: String, default = String::new()
+        /// localize: boxes smaller than this many square pixels are dropped.
+        pub min_area: f64, default = 16.0
+        /// Patients per chunk of the chunked stages (bounds memory; one commit per chunk); 0
+        /// means each stage's own default (localize 500, map 5000, graph 2000, qa, judge and
+        /// grade 100).
+        pub chunk_patients: usize, default = 0
+        /// Stop after this many LLM requests (answered ones are cached, a rerun resumes); 0 means
+        /// no limit.
+        pub llm_max_requests: u64, default = 0
+        /// Retries of a failed LLM request (with backoff and jitter).
+        pub llm_max_retries: u32, default = 3
+    }
+}
+
+impl ConfigExtension for CxrlakeConfig {
+    const PREFIX: &'static str = "cxrlake";
+}
+
+impl CxrlakeConfig {
+    /// The settings of a session's configuration (the defaults when it has none).
+    pub fn of(options: &datafusion_common::config::ConfigOptions) -> CxrlakeConfig {
+        options
+            .extensions
+            .get::<CxrlakeConfig>()
+            .cloned()
+            .unwrap_or_default()
+    }
+}
