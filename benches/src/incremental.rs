@@ -141,7 +141,9 @@ fn edited(defs: &RefDefs, dir: &Path) -> String {
         } else {
             text
         };
-        std::fs::write(dir.join(&name), text).expect("write refdefs");
+        let path = dir.join(&name);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(path, text).expect("write refdefs");
     }
     dir.display().to_string()
 }
