@@ -242,6 +242,10 @@ pub(crate) async fn run_statement(
 }
 
 /// Registers `batches` as the in-memory table `name`, shadowing a lake table of that name.
+///
+/// View-typed strings become plain ones: a string view array taken from a join or an aggregate
+/// references every data buffer of its source, and DataFusion counts them all for each batch
+/// it passes on (a join probing such a table spent most of its time counting memory).
 pub(crate) fn register(
     ctx: &SessionContext,
     stage: &'static str,
@@ -249,8 +253,24 @@ pub(crate) fn register(
     schema: SchemaRef,
     batches: &[RecordBatch],
 ) -> Result<()> {
-    let table = MemTable::try_new(schema, vec![batches.to_vec()])
-        .map_err(|e| PipelineError::query(stage, e))?;
+    let error = |e: datafusion::arrow::error::ArrowError| PipelineError::query(stage, e.into());
+    let (schema, batches) = if schema
+        .fields()
+        .iter()
+        .any(|f| cxrlake_lake::has_view_types(f.data_type()))
+    {
+        let plain = cxrlake_lake::portable_schema(&schema);
+        let batches = batches
+            .iter()
+            .map(|batch| cxrlake_lake::portable_batch(batch, &plain))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(error)?;
+        (plain, batches)
+    } else {
+        (schema, batches.to_vec())
+    };
+    let table =
+        MemTable::try_new(schema, vec![batches]).map_err(|e| PipelineError::query(stage, e))?;
     // register_table refuses an existing name, and the lake's table of that name is registered.
     ctx.deregister_table(name)
         .map_err(|e| PipelineError::query(stage, e))?;

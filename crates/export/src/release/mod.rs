@@ -44,7 +44,8 @@ use datafusion::prelude::{ParquetReadOptions, SessionContext, col, lit};
 use serde_json::Value;
 use tracing::Instrument;
 
-pub use tables::{TableFiles, portable_batch, portable_schema, portable_type};
+pub use cxrlake_lake::{portable_batch, portable_schema, portable_type};
+pub use tables::TableFiles;
 
 use crate::error::{ExportError, Result};
 use crate::files::{create_folder, patient_folder, write_file};

@@ -15,9 +15,8 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
-use arrow::compute::cast;
-use arrow::datatypes::{DataType, FieldRef, Fields, Schema, SchemaRef};
+use arrow::datatypes::{DataType, Schema};
+use cxrlake_lake::{portable_batch, portable_schema};
 use datafusion::dataframe::DataFrame;
 use datafusion::execution::SendableRecordBatchStream;
 use flate2::Compression;
@@ -40,59 +39,6 @@ pub(crate) const INDEX_COLUMNS: [&str; 5] = [
     "answer_id",
     "image_id",
 ];
-
-/// The type readers outside Arrow-rs understand: view types become their plain forms (pandas
-/// cannot convert `list<string_view>`), recursively through lists and structs.
-pub fn portable_type(data_type: &DataType) -> DataType {
-    let field = |f: &FieldRef| {
-        Arc::new(
-            f.as_ref()
-                .clone()
-                .with_data_type(portable_type(f.data_type())),
-        )
-    };
-    match data_type {
-        DataType::Utf8View => DataType::Utf8,
-        DataType::BinaryView => DataType::Binary,
-        DataType::List(item) | DataType::ListView(item) => DataType::List(field(item)),
-        DataType::LargeList(item) | DataType::LargeListView(item) => {
-            DataType::LargeList(field(item))
-        }
-        DataType::FixedSizeList(item, size) => DataType::FixedSizeList(field(item), *size),
-        DataType::Struct(fields) => DataType::Struct(fields.iter().map(field).collect::<Fields>()),
-        other => other.clone(),
-    }
-}
-
-/// `schema` with [`portable_type`]s (field and schema metadata kept).
-pub fn portable_schema(schema: &Schema) -> SchemaRef {
-    Arc::new(Schema::new_with_metadata(
-        schema
-            .fields()
-            .iter()
-            .map(|f| {
-                f.as_ref()
-                    .clone()
-                    .with_data_type(portable_type(f.data_type()))
-            })
-            .collect::<Vec<_>>(),
-        schema.metadata().clone(),
-    ))
-}
-
-/// `batch` cast to `schema` (from [`portable_schema`]).
-pub fn portable_batch(
-    batch: &RecordBatch,
-    schema: &SchemaRef,
-) -> arrow::error::Result<RecordBatch> {
-    let columns = batch
-        .columns()
-        .iter()
-        .zip(schema.fields())
-        .map(|(column, field)| cast(column, field.data_type()))
-        .collect::<arrow::error::Result<Vec<_>>>()?;
-    RecordBatch::try_new(Arc::clone(schema), columns)
-}
 
 /// pandas' dtype names of an Arrow type: `(pandas_type, numpy_type)`.
 fn pandas_types(data_type: &DataType) -> (&'static str, &'static str) {
@@ -284,20 +230,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn view_types_become_plain_and_pandas_metadata_names_the_index() {
-        let item = Arc::new(arrow::datatypes::Field::new(
-            "item",
-            DataType::Utf8View,
-            true,
-        ));
-        assert_eq!(
-            portable_type(&DataType::List(item)),
-            DataType::List(Arc::new(arrow::datatypes::Field::new(
-                "item",
-                DataType::Utf8,
-                true
-            )))
-        );
+    fn pandas_metadata_names_the_index() {
         let schema = Schema::new(vec![
             arrow::datatypes::Field::new("question.quality.rating_rank", DataType::Int8, true),
             arrow::datatypes::Field::new("patient_id", DataType::Utf8, false),
