@@ -110,12 +110,14 @@ FROM (
 
 -- @table quarantine
 -- Outputs that could not be parsed (with the output) and calls that failed; earlier extract
--- rows are replaced, other stages' rows kept. A scoped run ($full false) replaces only the rows
--- of the studies in run_scope (the location starts with the study id).
+-- rows are replaced, other stages' rows kept (by the run's first chunk, which overwrites the
+-- table). A scoped run ($full false) replaces only the rows of the studies in run_scope (the
+-- location starts with the study id).
 SELECT stage, source, location, reason, raw, recorded_at
 FROM quarantine
-WHERE stage <> 'extract'
-   OR (NOT $full AND split_part(location, '/', 1) NOT IN (SELECT study_id FROM run_scope))
+WHERE $first_chunk
+  AND (stage <> 'extract'
+       OR (NOT $full AND split_part(location, '/', 1) NOT IN (SELECT study_id FROM run_scope)))
 UNION ALL
 SELECT 'extract', 'llm:sentences', study_id, r['error'], CAST(r['raw'] AS BYTEA), now()
 FROM extracted_sentences

@@ -3,7 +3,9 @@
 //! one run per stage; repeat the command for medians with `farm-bench`). Map and graph run
 //! twice; the second, warm run is the "map + graph" figure. Then balance → qa, timed together
 //! as the "QA pairs/s" figure (the Parquet write of `qa` included), then judge → grade (heuristic
-//! judge; `STAGES_BENCH_STAGES=judge` on a lake with `qa`).
+//! judge; `STAGES_BENCH_STAGES=judge` on a lake with `qa`). `gemex` (not in the default list)
+//! runs the GEMeX flavour's two stages (offline generator) after map and graph: frontal images/s
+//! and questions/s.
 //!
 //! Scale: `STAGES_BENCH_STUDIES` studies (default 2,000 ≈ 3,300 images, ~150 CXAS masks per
 //! frontal image); the corpus and lake go to `STAGES_BENCH_DIR` (default: a temporary folder).
@@ -13,7 +15,7 @@
 
 use std::time::Instant;
 
-use cxrlake_benches::{bench_dir, env_number, init_logging, run_stage};
+use cxrlake_benches::{bench_dir, env_number, init_logging, pipeline, run_stage};
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
 use cxrlake_synth::{SynthOptions, generate};
@@ -73,6 +75,31 @@ async fn main() {
             "judge+grade {questions} QA pairs: judge {judge_s:.2} s, grade {:.2} s ({:.0} QA pairs/s)",
             seconds - judge_s,
             questions as f64 / seconds
+        );
+    }
+    if runs("gemex") {
+        let flavour = pipeline(&lake, &[("flavours", "gemex")]).await;
+        let started = Instant::now();
+        let grounded = flavour
+            .run_stage("gemex_reground", cxrlake_pipeline::RunMode::Write)
+            .await
+            .expect("gemex_reground");
+        println!("{grounded}");
+        let reground_s = started.elapsed().as_secs_f64();
+        let generated = flavour
+            .run_stage("gemex_generate", cxrlake_pipeline::RunMode::Write)
+            .await
+            .expect("gemex_generate");
+        println!("{generated}");
+        let seconds = started.elapsed().as_secs_f64();
+        let images = generated.metric("inputs");
+        println!(
+            "gemex {images} frontal images, {} questions: reground {reground_s:.2} s, generate \
+             {:.2} s ({:.0} images/s, {:.0} questions/s)",
+            generated.rows("gemex_qa"),
+            seconds - reground_s,
+            images as f64 / seconds,
+            generated.rows("gemex_qa") as f64 / seconds
         );
     }
 }

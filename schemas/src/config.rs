@@ -65,6 +65,15 @@ extensions_options! {
         pub llm_max_requests: u64, default = 0
         /// Retries of a failed LLM request (with backoff and jitter).
         pub llm_max_retries: u32, default = 3
+        /// Dataset flavours built besides MIMIC-Ext-CXR-QBA, comma separated (e.g. `gemex`);
+        /// each adds its stages to the pipeline graph.
+        pub flavours: String, default = String::new()
+        /// Generation backend of the flavours: `offline`, `llm`, or empty for `llm` when
+        /// llm_endpoint is set and `offline` otherwise (resolved once, then kept by the lake).
+        pub generator: String, default = String::new()
+        /// A prompts folder with one subfolder per flavour (e.g. `gemex/`); empty means the
+        /// embedded prompts.
+        pub flavour_prompts: String, default = String::new()
     }
 }
 

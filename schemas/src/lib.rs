@@ -4,6 +4,7 @@
 //! table, its key and each encoding choice. All code builds its batches against these schemas.
 
 pub mod config;
+pub mod gemex;
 pub mod pipeline;
 pub mod quality;
 pub mod rating;
@@ -223,6 +224,22 @@ pub const TABLES: &[TableDef] = &[
         deletion_vectors: false,
         doc: "one row per pipeline run: its command, stages and resolved settings",
         schema: pipeline::runs,
+    },
+    TableDef {
+        name: "gemex_sentences",
+        key: &["study_id", "sent_index"],
+        replace_by: Some("study_id"),
+        deletion_vectors: false,
+        doc: "GEMeX: report sentences re-grounded onto one of 30 regions each",
+        schema: gemex::gemex_sentences,
+    },
+    TableDef {
+        name: "gemex_qa",
+        key: &["image_id", "question_id"],
+        replace_by: Some("study_id"),
+        deletion_vectors: false,
+        doc: "GEMeX: grounded, explainable QA pairs per frontal image",
+        schema: gemex::gemex_qa,
     },
 ];
 

@@ -1,13 +1,15 @@
 //! cxrlake's DataFusion functions and planner rules: one function per file, registered once.
 //!
-//! Families are modules (`rating`, `boxes`, later `llm`, `embed`). [`session_context`] builds the
-//! `SessionContext` every cxrlake command uses: DataFusion's defaults plus all of our functions,
-//! the rating-order rule and the zero-copy unnest ([`unnest`]), so any SQL over the lake sees the
-//! same semantics.
+//! Families are modules (`rating`, `boxes`, `extract`, `generate`, …). [`session_context`]
+//! builds the `SessionContext` every cxrlake command uses: DataFusion's defaults plus all of our
+//! functions, the rating-order rule and the zero-copy unnest ([`unnest`]), so any SQL over the
+//! lake sees the same semantics.
 
 mod args;
 pub mod boxes;
 pub mod extract;
+pub mod gemex;
+pub mod generate;
 pub mod grade;
 pub mod graph;
 pub mod judge;
@@ -52,6 +54,9 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(boxes::BoxIotFunc::new())),
         Arc::new(ScalarUDF::from(map::MapTextsFunc::new())),
         Arc::new(ScalarUDF::from(map::MatchConceptFunc::from_settings())),
+        Arc::new(ScalarUDF::from(generate::LintBannedTermsFunc::new())),
+        Arc::new(ScalarUDF::from(generate::CheckChoicesFunc::new())),
+        Arc::new(ScalarUDF::from(generate::NearDuplicatesFunc::new())),
     ]
 }
 

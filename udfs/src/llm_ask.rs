@@ -1,6 +1,6 @@
-//! The LLM side shared by the `llm_extract_*` and LLM `judge_verdict` functions: one chat
-//! request per prompt, answered through the client (cache, concurrency, retries), with per-row
-//! failures.
+//! The LLM side shared by the `llm_extract_*`, LLM `judge_verdict` and LLM generation functions:
+//! one chat request per prompt (or conversation), answered through the client (cache,
+//! concurrency, retries), with per-row failures.
 
 use cxrlake_llm::{ChatMessage, LlmClient, LlmError, LlmRequest};
 use datafusion::common::{DataFusionError, Result};
@@ -42,13 +42,31 @@ pub(crate) async fn ask_each(
                 .with_max_tokens(*max_tokens)
         })
         .collect();
-    let mut answers = client.complete_all(&requests).await.into_iter();
+    let mut answers = complete(client, &requests).await?.into_iter();
     let mut out = Vec::with_capacity(prompts.len());
     for prompt in &prompts {
         if prompt.is_none() {
             out.push(None);
             continue;
         }
+        let answer = answers
+            .next()
+            .unwrap_or_else(|| Err("LLM client returned fewer answers than requests".to_string()));
+        out.push(Some(answer));
+    }
+    Ok(out)
+}
+
+/// The answer texts to `requests`, in order, sent concurrently through the client. A failed call
+/// is a row failure (its reason, starting with [`CALL_FAILED`]); a spent budget or a broken
+/// cache fails the query, since re-running resumes it.
+pub(crate) async fn complete(
+    client: &LlmClient,
+    requests: &[LlmRequest],
+) -> Result<Vec<Result<String, String>>> {
+    let mut answers = client.complete_all(requests).await.into_iter();
+    let mut out = Vec::with_capacity(requests.len());
+    for _ in requests {
         let answer = match answers.next() {
             Some(Ok(response)) => Ok(response.text),
             Some(Err(error @ (LlmError::BudgetExhausted(_) | LlmError::Cache(_)))) => {
@@ -57,7 +75,7 @@ pub(crate) async fn ask_each(
             Some(Err(error)) => Err(format!("{CALL_FAILED}: {error}")),
             None => Err("LLM client returned fewer answers than requests".to_string()),
         };
-        out.push(Some(answer));
+        out.push(answer);
     }
     Ok(out)
 }

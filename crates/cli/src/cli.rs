@@ -134,7 +134,8 @@ pub enum Command {
     /// Dataset statistics defined as SQL in sql/stats/ (without a name: list them)
     Stats {
         /// qa_templates, qa_balance, qa_texts, qa_answer_lengths, qa_ratings,
-        /// qa_rating_aspects or judge_calls
+        /// qa_rating_aspects, judge_calls, gemex_table2, gemex_content,
+        /// gemex_regions or gemex_lengths
         name: Option<String>,
         /// Output format
         #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -237,6 +238,43 @@ pub enum ExportCommand {
         #[arg(long, value_name = "DIR")]
         refdefs: Option<PathBuf>,
     },
+    /// The GEMeX flavour (`run --flavour gemex`): gemex/<split>.json, GEMeX records with
+    /// location boxes in original pixels and in the 224 × 224 frame, and llava/<split>.json,
+    /// LLaVA conversations with the type-aware system prompt (images as
+    /// files/pXX/pXXXXXXXX/sXXXXXXXX/<image_id>.jpg)
+    Gemex {
+        /// Output folder
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Only the questions matching this SQL predicate over gemex_qa columns, e.g.
+        /// "question_type = 'multi-choice'"
+        #[arg(long = "where", value_name = "PREDICATE")]
+        filter: Option<String>,
+        /// Which files
+        #[arg(long, value_enum, default_value_t = GemexFormatArg::Both)]
+        format: GemexFormatArg,
+    },
+}
+
+/// `cxrlake export gemex --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GemexFormatArg {
+    /// GEMeX JSON per split
+    Gemex,
+    /// LLaVA conversations per split
+    Llava,
+    /// Both
+    Both,
+}
+
+impl From<GemexFormatArg> for cxrlake_export::GemexFormat {
+    fn from(format: GemexFormatArg) -> Self {
+        match format {
+            GemexFormatArg::Gemex => Self::Gemex,
+            GemexFormatArg::Llava => Self::Llava,
+            GemexFormatArg::Both => Self::Both,
+        }
+    }
 }
 
 /// `cxrlake export release --format`.
@@ -504,6 +542,19 @@ impl Cli {
                         let summary = cxrlake_export::export_release(&lake, &export).await?;
                         say(out, format_args!("{summary}"))
                     }
+                    ExportCommand::Gemex {
+                        out: dir,
+                        filter,
+                        format,
+                    } => {
+                        let mut export = cxrlake_export::GemexExport::new(dir.clone())
+                            .with_format((*format).into());
+                        if let Some(filter) = filter {
+                            export = export.with_filter(filter.clone());
+                        }
+                        let summary = cxrlake_export::export_gemex(&lake, &export).await?;
+                        say(out, format_args!("{summary}"))
+                    }
                 }
             }
             Command::Demo(options) => demo(&lake, options, !self.quiet, out).await,
@@ -699,8 +750,9 @@ async fn synth(options: cxrlake_synth::SynthOptions) -> Result<cxrlake_synth::Sy
 }
 
 /// The main job on the embedded defaults: synthetic corpus → ingest → localize → extract (rules)
-/// → map (lexical) → graph → balance → qa → judge (heuristic) → grade → the release (both
-/// formats: the whole tree, FT and PT exports) → summary.
+/// → map (lexical) → graph → balance → qa → judge (heuristic) → grade → the GEMeX flavour
+/// (offline re-grounding and generation) → the release (both formats: the whole tree, FT and PT
+/// exports) and the GEMeX export → summary.
 async fn demo(
     lake: &Lake,
     options: &DemoOptions,
@@ -750,6 +802,7 @@ async fn demo(
     // Every stage, incremental: a rerun of the demo on its own lake recomputes nothing.
     let pipeline = cxrlake_pipeline::Pipeline::builder(lake.clone())
         .reuse_stored_settings(false)
+        .set("cxrlake.flavours", "gemex")?
         .progress(progress)
         .open()
         .await?;
@@ -777,6 +830,11 @@ async fn demo(
             "{}\n",
             cxrlake_export::export_release(lake, &release).await?
         ),
+    )?;
+    let gemex = cxrlake_export::GemexExport::new(&options.flavours);
+    say(
+        out,
+        format_args!("{}\n", cxrlake_export::export_gemex(lake, &gemex).await?),
     )?;
 
     let truth = options.corpus.join("ground_truth.jsonl");
@@ -820,7 +878,7 @@ async fn demo(
         out,
         format_args!("\nquestions per template (sql/stats/qa_templates.sql):"),
     )?;
-    sql(lake, STATS[0].1, Format::Table, None, out).await?;
+    sql(lake, stat("qa_templates"), Format::Table, None, out).await?;
     say(
         out,
         format_args!(
@@ -829,19 +887,26 @@ async fn demo(
     )?;
     let query = format!(
         "SELECT * FROM ({}) LIMIT 12",
-        STATS[1].1.trim().trim_end_matches(';')
+        stat("qa_balance").trim().trim_end_matches(';')
     );
     sql(lake, &query, Format::Table, None, out).await?;
     say(
         out,
         format_args!("\nratings per question type (sql/stats/qa_ratings.sql):"),
     )?;
-    sql(lake, STATS[4].1, Format::Table, None, out).await?;
+    sql(lake, stat("qa_ratings"), Format::Table, None, out).await?;
     say(
         out,
         format_args!("\njudge calls with content dedup (sql/stats/judge_calls.sql):"),
     )?;
-    sql(lake, STATS[6].1, Format::Table, None, out).await?;
+    sql(lake, stat("judge_calls"), Format::Table, None, out).await?;
+    say(
+        out,
+        format_args!(
+            "\nGEMeX questions (T) and boxes (B) per split and type (sql/stats/gemex_table2.sql):"
+        ),
+    )?;
+    sql(lake, stat("gemex_table2"), Format::Table, None, out).await?;
     say(out, format_args!("\nreference vocabulary by category:"))?;
     let query = "SELECT category, count(*) AS findings, sum(array_length(synonyms)) AS synonyms \
                  FROM ref_findings GROUP BY category ORDER BY category";
@@ -852,8 +917,16 @@ async fn demo(
     )
 }
 
+/// The SQL of the stats query `name` (one of [`STATS`]; empty, and so an error when run, if not).
+fn stat(name: &str) -> &'static str {
+    STATS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or("", |(_, query)| query)
+}
+
 /// The statistics of `sql/stats/`, by name.
-pub const STATS: [(&str, &str); 7] = [
+pub const STATS: [(&str, &str); 11] = [
     (
         "qa_templates",
         include_str!("../../../sql/stats/qa_templates.sql"),
@@ -878,6 +951,22 @@ pub const STATS: [(&str, &str); 7] = [
     (
         "judge_calls",
         include_str!("../../../sql/stats/judge_calls.sql"),
+    ),
+    (
+        "gemex_table2",
+        include_str!("../../../sql/stats/gemex_table2.sql"),
+    ),
+    (
+        "gemex_content",
+        include_str!("../../../sql/stats/gemex_content.sql"),
+    ),
+    (
+        "gemex_regions",
+        include_str!("../../../sql/stats/gemex_regions.sql"),
+    ),
+    (
+        "gemex_lengths",
+        include_str!("../../../sql/stats/gemex_lengths.sql"),
     ),
 ];
 
@@ -959,6 +1048,18 @@ pub struct SettingsArgs {
     /// localize: boxes smaller than this many square pixels are dropped [key: min_area]
     #[arg(long, value_name = "PIXELS")]
     pub min_area: Option<f64>,
+    /// Dataset flavours to build besides MIMIC-Ext-CXR-QBA, e.g. gemex (repeatable or comma
+    /// separated; `--flavour ''` for none) [key: flavours]
+    #[arg(long = "flavour", value_name = "NAME")]
+    pub flavours: Vec<String>,
+    /// Generation backend of the flavours: offline or llm [key: generator; default: llm with
+    /// --llm-endpoint]
+    #[arg(long, value_name = "NAME", value_parser = ["offline", "llm"])]
+    pub generator: Option<String>,
+    /// Prompts folder of the flavours, one subfolder each (e.g. gemex/) [key: flavour_prompts;
+    /// built-in: prompts/]
+    #[arg(long, value_name = "DIR")]
+    pub flavour_prompts: Option<PathBuf>,
     /// Patients per chunk (bounds memory; one commit per chunk) [key: chunk_patients; default:
     /// localize 500, map 5000, graph 2000, qa/judge/grade 100]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -983,6 +1084,7 @@ impl SettingsArgs {
             ("templates", "templates", &self.templates),
             ("prompts", "prompts", &self.prompts),
             ("judge_prompts", "judge-prompts", &self.judge_prompts),
+            ("flavour_prompts", "flavour-prompts", &self.flavour_prompts),
             ("onnx_model", "onnx-model", &self.onnx_model),
             ("onnx_tokenizer", "onnx-tokenizer", &self.onnx_tokenizer),
         ] {
@@ -993,6 +1095,11 @@ impl SettingsArgs {
         let texts = [
             ("extractor", self.extractor.clone()),
             ("judge", self.judge.clone()),
+            ("generator", self.generator.clone()),
+            (
+                "flavours",
+                (!self.flavours.is_empty()).then(|| self.flavours.join(",")),
+            ),
             ("llm_endpoint", self.llm_endpoint.clone()),
             ("llm_model", self.model.clone()),
             (
@@ -1103,6 +1210,10 @@ pub struct DemoOptions {
     /// exports/B_frontal, quality_mappings.csv, README.md; see `cxrlake export release`)
     #[arg(long, value_name = "DIR", default_value = "release")]
     pub release: PathBuf,
+    /// Where the other flavours' exports are written (gemex/ and llava/; see `cxrlake export
+    /// gemex`)
+    #[arg(long, value_name = "DIR", default_value = "flavours")]
+    pub flavours: PathBuf,
 }
 
 /// The log filter for `-q`, none, `-v` and `-vv`: dependencies (DataFusion, delta-rs, its

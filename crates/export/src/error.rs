@@ -9,6 +9,7 @@ use thiserror::Error;
 fn stage_of(table: &str) -> &'static str {
     match table.split('.').next().unwrap_or(table) {
         "qa" => "qa",
+        "gemex_qa" => "--flavour gemex gemex_generate",
         _ => "graph",
     }
 }
@@ -169,6 +170,22 @@ pub enum ExportError {
         study_id: String,
         /// What is wrong.
         detail: String,
+    },
+    /// A row does not read as the record its export writes.
+    #[error(
+        "{table} row {row} (question {question_id:?}) cannot be exported: {reason}; rerun \
+         `cxrlake run {stage}`",
+        stage = stage_of(.table)
+    )]
+    Record {
+        /// The table (`gemex_qa`).
+        table: &'static str,
+        /// Row number in read order (0-based, after the filter).
+        row: usize,
+        /// The row's question id, if it has one.
+        question_id: Option<String>,
+        /// What does not fit.
+        reason: String,
     },
     /// `scene_graph_json` was asked for a row the batch does not have.
     #[error("row {row} is out of range: the batch has {rows} rows")]

@@ -2,7 +2,8 @@
 //! `scene_graphs` table as one JSON file per study shaped as the paper's appendix D.1, the
 //! `qa` table as one JSON file per study shaped as D.2, and whole releases ([`release`]):
 //! the FT/PT/A+/A++ subsets (frontal images only) as Parquet and in the PhysioNet layout
-//! (zips of these JSON files, seven flat metadata tables, `quality_mappings.csv`).
+//! (zips of these JSON files, seven flat metadata tables, `quality_mappings.csv`). [`gemex`]
+//! writes the GEMeX flavour's `gemex_qa` table as GEMeX JSON and LLaVA instruction data.
 //!
 //! ```text
 //! <out_dir>/p10/p10000032/s50414267.scene_graph.json   export_scene_graphs
@@ -60,6 +61,7 @@ pub mod d1;
 pub mod d2;
 pub mod error;
 mod files;
+pub mod gemex;
 mod inflight;
 mod layout;
 pub mod qa;
@@ -72,6 +74,7 @@ mod validate;
 mod writer;
 
 pub use error::{ExportError, Result};
+pub use gemex::{GemexExport, GemexFormat, GemexSummary, export_gemex};
 pub use qa::{QA_SUFFIX, QaExport, export_qa, qa_path};
 pub use release::{
     ReleaseExport, ReleaseFormat, ReleaseSummary, Subset, export_release, quality_mappings_csv,

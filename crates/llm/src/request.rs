@@ -34,6 +34,11 @@ impl ChatMessage {
     pub fn user(content: impl Into<String>) -> Self {
         Self::new("user", content)
     }
+
+    /// An `assistant` message (an earlier answer, when a conversation asks again).
+    pub fn assistant(content: impl Into<String>) -> Self {
+        Self::new("assistant", content)
+    }
 }
 
 /// Which endpoint a request uses.

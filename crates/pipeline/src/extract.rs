@@ -13,7 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use cxrlake_extract::rules::{RULES_VERSION, RulesExtractor};
 use cxrlake_llm::LlmClient;
-use cxrlake_udfs::extract::{CALL_FAILED, Naming, llm_functions, rules_functions};
+use cxrlake_udfs::extract::{Naming, llm_functions, rules_functions};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
@@ -23,7 +23,7 @@ use datafusion::scalar::ScalarValue;
 use crate::error::{PipelineError, Result};
 use crate::fingerprint::Fingerprint;
 use crate::incremental::{StagePlan, refdefs_change, rescope_other_definitions};
-use crate::llm_calls::{cached_client, llm_metrics};
+use crate::llm_calls::{cached_client, llm_metrics, refuse_if_every_call_failed};
 use crate::pipeline::Pipeline;
 use crate::refdefs::mentions;
 use crate::scope::Scope;
@@ -185,7 +185,7 @@ impl RunHooks for ExtractHooks {
         batches: &[RecordBatch],
     ) -> Result<()> {
         if self.client.is_some() {
-            refuse_if_every_call_failed(&statement.name, batches)?;
+            refuse_if_every_call_failed(&statement.name, batches, Some("r"))?;
         }
         if statement.name == "quarantine" {
             for batch in batches {
@@ -210,37 +210,6 @@ impl RunHooks for ExtractHooks {
             metrics.extend(llm_metrics(&client.stats()));
         }
         Ok(metrics)
-    }
-}
-
-/// Fails when every row of a step's result (`r.error`) is a failed LLM call: the endpoint is down
-/// or misconfigured, and committing would replace earlier results with empty tables.
-fn refuse_if_every_call_failed(step: &str, batches: &[RecordBatch]) -> Result<()> {
-    let (mut rows, mut failed, mut first) = (0, 0, None);
-    for batch in batches {
-        let Some(errors) = batch
-            .column_by_name("r")
-            .and_then(|r| r.as_struct_opt())
-            .and_then(|r| r.column_by_name("error"))
-            .and_then(|e| e.as_string_opt::<i32>())
-        else {
-            return Ok(());
-        };
-        rows += batch.num_rows();
-        for error in errors.iter().flatten() {
-            if error.starts_with(CALL_FAILED) {
-                failed += 1;
-                first.get_or_insert_with(|| error.to_string());
-            }
-        }
-    }
-    match first {
-        Some(first) if failed == rows => Err(PipelineError::LlmUnavailable {
-            step: step.to_string(),
-            calls: failed,
-            first,
-        }),
-        _ => Ok(()),
     }
 }
 

@@ -18,7 +18,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use cxrlake_llm::LlmClient;
-use cxrlake_udfs::extract::CALL_FAILED;
 use cxrlake_udfs::judge::{HeuristicVerdictFunc, JudgeRequestsFunc, LlmVerdictFunc};
 use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
 use datafusion::arrow::compute::{cast, filter_record_batch};
@@ -29,7 +28,7 @@ use datafusion::prelude::SessionContext;
 use datafusion::scalar::ScalarValue;
 
 use crate::error::{PipelineError, Result};
-use crate::llm_calls::{cached_client, describe_llm, llm_metrics};
+use crate::llm_calls::{cached_client, describe_llm, llm_metrics, refuse_if_every_call_failed};
 use crate::pipeline::Pipeline;
 use crate::scope::Scope;
 use crate::sql::{Statement, collect, count, register};
@@ -244,7 +243,7 @@ impl RunHooks for JudgeHooks {
             }
             TABLE => {
                 if self.client.is_some() {
-                    refuse_if_every_call_failed(batches)?;
+                    refuse_if_every_call_failed(TABLE, batches, None)?;
                 }
                 self.unusable += batches
                     .iter()
@@ -271,34 +270,5 @@ impl RunHooks for JudgeHooks {
             metrics.extend(llm_metrics(&client.stats()));
         }
         Ok(metrics)
-    }
-}
-
-/// Fails when every verdict of a chunk is a failed LLM call: the endpoint is down or does not
-/// serve the model, and writing would only record failures (the calls are in `llm_calls`; a
-/// rerun asks them again).
-fn refuse_if_every_call_failed(verdicts: &[RecordBatch]) -> Result<()> {
-    let (mut rows, mut failed, mut first) = (0, 0, None);
-    for batch in verdicts {
-        let Some(errors) = batch.column_by_name("error") else {
-            continue;
-        };
-        let errors =
-            cast(errors, &DataType::Utf8).map_err(|e| PipelineError::query("judge", e.into()))?;
-        rows += errors.len();
-        for error in errors.as_string::<i32>().iter().flatten() {
-            if error.starts_with(CALL_FAILED) {
-                failed += 1;
-                first.get_or_insert_with(|| error.to_string());
-            }
-        }
-    }
-    match first {
-        Some(first) if failed == rows => Err(PipelineError::LlmUnavailable {
-            step: TABLE.to_string(),
-            calls: failed,
-            first,
-        }),
-        _ => Ok(()),
     }
 }

@@ -431,3 +431,46 @@ pub(crate) async fn cached_client(
             .with_progress(pipeline.shows_progress()),
     ))
 }
+
+/// Fails when every row of a step's result is a failed LLM call (its error starts with
+/// `CALL_FAILED`): the endpoint is down or does not serve the model, and committing would only
+/// replace earlier results with failures (the calls are in `llm_calls`; a rerun asks them
+/// again). The errors are the `error` column, or the `error` field of the struct column
+/// `within`.
+pub(crate) fn refuse_if_every_call_failed(
+    step: &str,
+    batches: &[RecordBatch],
+    within: Option<&str>,
+) -> Result<()> {
+    let (mut rows, mut failed, mut first) = (0, 0, None);
+    for batch in batches {
+        let errors = match within {
+            Some(column) => batch
+                .column_by_name(column)
+                .and_then(|c| c.as_struct_opt())
+                .and_then(|c| c.column_by_name("error"))
+                .cloned(),
+            None => batch.column_by_name("error").cloned(),
+        };
+        let Some(errors) = errors else {
+            return Ok(());
+        };
+        let errors =
+            cast(&errors, &DataType::Utf8).map_err(|e| PipelineError::query("llm", e.into()))?;
+        rows += batch.num_rows();
+        for error in errors.as_string::<i32>().iter().flatten() {
+            if error.starts_with(cxrlake_udfs::extract::CALL_FAILED) {
+                failed += 1;
+                first.get_or_insert_with(|| error.to_string());
+            }
+        }
+    }
+    match first {
+        Some(first) if failed == rows => Err(PipelineError::LlmUnavailable {
+            step: step.to_string(),
+            calls: failed,
+            first,
+        }),
+        _ => Ok(()),
+    }
+}

@@ -99,6 +99,9 @@ impl PipelineBuilder {
         settings::resolve_backends(&mut settings)?;
         let defs = load_refdefs(&settings.cxrlake)?;
         let mut stages = crate::stages::graph();
+        for flavour in crate::flavours::selected(&settings.cxrlake.flavours)? {
+            stages.extend((flavour.stages)());
+        }
         stages.extend(self.extra);
         let mut names: Vec<&str> = stages.iter().map(|s| s.def().name).collect();
         names.sort_unstable();
@@ -306,14 +309,21 @@ impl Pipeline {
         self.stages.iter().map(|s| s.def().name).collect()
     }
 
-    /// The stage `name`; an unknown name is an error listing the stages.
+    /// The stage `name`; an unknown name is an error listing the stages (a stage of a flavour
+    /// not selected says which flavour to add).
     pub fn stage(&self, name: &str) -> Result<&Arc<dyn Stage>> {
         self.stages
             .iter()
             .find(|s| s.def().name == name)
-            .ok_or_else(|| PipelineError::UnknownStage {
-                name: name.to_string(),
-                stages: self.stage_names().join(", "),
+            .ok_or_else(|| match crate::flavours::owning(name) {
+                Some(flavour) => PipelineError::Config(format!(
+                    "stage {name} belongs to the flavour {0}: add --flavour {0}",
+                    flavour.name
+                )),
+                None => PipelineError::UnknownStage {
+                    name: name.to_string(),
+                    stages: self.stage_names().join(", "),
+                },
             })
     }
 
@@ -399,8 +409,11 @@ impl Pipeline {
         self.prompts()?;
         self.judge()?;
         crate::extract::extractor_id(self)?;
+        let flavours = !self.config().flavours.is_empty();
         if let Some(llm) = self.llm()?
-            && (self.config().extractor == "llm" || self.config().judge == "llm")
+            && (self.config().extractor == "llm"
+                || self.config().judge == "llm"
+                || (flavours && self.config().generator == "llm"))
         {
             // The configuration, the PHI guard and the API key, as a client checks them.
             cxrlake_llm::LlmClient::new(llm)?;

@@ -40,10 +40,12 @@ use crate::sql::{
     collect, conform, count, first_column_strings, patient_ranges, register, run_statement,
     sql_hash, statements,
 };
-use crate::stage::{ChunkInfo, Chunking, RunMode, Stage, StageReport, Writes};
+use crate::stage::{ChunkInfo, Chunking, RunMode, Stage, StageDef, StageReport, Writes};
 
-/// The name of the table of a chunk's studies (empty in a full run) that stage SQL may read;
-/// `$full` says whether the run covers every study.
+/// The name of the table of the run's studies (empty in a full run) that stage SQL may read;
+/// `$full` says whether the run covers every study, `$first_chunk` whether this is the run's
+/// first chunk (a table that is not per study, such as `quarantine`, is overwritten by the
+/// first chunk and appended to by the others, so only the first keeps its other rows).
 pub const RUN_SCOPE_TABLE: &str = "run_scope";
 
 /// Studies per chunk of a scoped run, per patient of a full run's chunk: a patient has about
@@ -224,9 +226,9 @@ async fn run_chunks(
             lake,
             &lake_ctx,
             &pinned,
-            name,
-            def.inputs,
+            def,
             chunk.rows(),
+            scope,
             &prepared.functions,
         )
         .await?;
@@ -246,6 +248,7 @@ async fn run_chunks(
         prepared.hooks.before_chunk(&ctx, info).await?;
         let mut params = prepared.params.clone();
         params.push(("full", ScalarValue::from(scope.is_all())));
+        params.push(("first_chunk", ScalarValue::from(index == 0)));
         let mut outputs = Vec::new();
         for statement in &statements {
             if mode == RunMode::CountOnly && statement.is_table {
@@ -462,9 +465,9 @@ async fn count_studies(ctx: &SessionContext, stage: &'static str, table: &str) -
     .await
 }
 
-/// A session whose `inputs` are the lake's tables (as `lake_ctx` sees them: some pinned to the
+/// A session whose inputs (the stage's `def.inputs`) are the lake's tables (as `lake_ctx` sees them: some pinned to the
 /// versions in `pinned`) limited to `rows`, with cxrlake's functions and `functions`, and the
-/// chunk's studies as [`RUN_SCOPE_TABLE`]. A patient range is a filtered view (Delta file
+/// run's studies as [`RUN_SCOPE_TABLE`]. A patient range is a filtered view (Delta file
 /// statistics prune it: tables are written in patient order); a list of studies is read row
 /// group by row group ([`Lake::read_studies`]) into memory, so a scoped run never scans whole
 /// tables. Inputs without a `patient_id` (`study_id`) column, e.g. the content-addressed
@@ -473,11 +476,12 @@ async fn chunk_context(
     lake: &Lake,
     lake_ctx: &SessionContext,
     pinned: &HashMap<String, u64>,
-    stage: &'static str,
-    inputs: &[&str],
+    def: &StageDef,
     rows: Rows<'_>,
+    scope: &Scope,
     functions: &[ScalarUDF],
 ) -> Result<SessionContext> {
+    let (stage, inputs) = (def.name, def.inputs);
     let ctx = cxrlake_udfs::session_context_on(lake_ctx.copied_config(), lake_ctx.runtime_env());
     for function in functions {
         ctx.register_udf(function.clone());
@@ -529,9 +533,9 @@ async fn chunk_context(
         DataType::Utf8,
         false,
     )]));
-    let ids = match rows {
-        Rows::Studies(ids) => ids.to_vec(),
-        Rows::All | Rows::Patients(..) => Vec::new(),
+    let ids = match scope {
+        Scope::Studies(ids) => ids.iter().cloned().collect(),
+        Scope::All => Vec::new(),
     };
     let scope_batch =
         RecordBatch::try_new(scope_schema.clone(), vec![Arc::new(StringArray::from(ids))])

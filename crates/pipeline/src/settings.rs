@@ -41,10 +41,14 @@ pub const RESULT_KEYS: &[&str] = &[
     "onnx_tokenizer",
     "match_threshold",
     "min_area",
+    "flavours",
+    "generator",
+    "flavour_prompts",
 ];
 
 /// Settings that name a folder or file: stored as absolute paths, checked when reused.
 pub const PATH_KEYS: &[&str] = &[
+    "flavour_prompts",
     "refdefs",
     "templates",
     "prompts",
@@ -151,9 +155,9 @@ pub fn apply_stored(settings: &mut Settings, stored: &StoredRun) -> Result<()> {
     Ok(())
 }
 
-/// Resolves `extractor` and `judge` when empty: `llm` when `llm_endpoint` is set, else the
-/// offline backend (`rules`, `heuristic`); checks both, and that a model or prompts given
-/// explicitly have an endpoint to go to.
+/// Resolves `extractor`, `judge` and `generator` when empty: `llm` when `llm_endpoint` is set,
+/// else the offline backend (`rules`, `heuristic`, `offline`); checks them, and that a model or
+/// prompts given explicitly have an endpoint to go to.
 pub fn resolve_backends(settings: &mut Settings) -> Result<()> {
     let has_llm = !settings.cxrlake.llm_endpoint.is_empty();
     let explicit = |key: &str| {
@@ -169,7 +173,11 @@ pub fn resolve_backends(settings: &mut Settings) -> Result<()> {
                 .into(),
         ));
     }
-    for (key, offline) in [("extractor", "rules"), ("judge", "heuristic")] {
+    for (key, offline) in [
+        ("extractor", "rules"),
+        ("judge", "heuristic"),
+        ("generator", "offline"),
+    ] {
         let value = settings.get(key).unwrap_or_default();
         let resolved = match value.as_str() {
             "" if has_llm => "llm",

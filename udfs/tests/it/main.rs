@@ -1,4 +1,5 @@
 mod boxes;
+mod generate;
 mod lake;
 mod shapes;
 mod slt;

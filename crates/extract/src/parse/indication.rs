@@ -1,9 +1,9 @@
 //! The indication-extraction output (listings 5 and 6): one JSON object.
 
+use cxrlake_generate::repair_json;
 use serde_json::Value;
 
 use super::fields::{normalized, text, texts};
-use super::json::repair_json;
 use crate::{ExtractError, Indication, Result};
 
 /// Keys accepted for the associated sentence ids, first found wins.

@@ -3,15 +3,15 @@
 //! [`crate::ExtractError::Parse`].
 //!
 //! - [`sentences`]: the line format `[S01] SECTION(TYPE) - merge with [..]: text` (`lines.rs`).
-//! - [`observations`] and [`indication`]: JSON, read through [`repair_json`] (`json.rs`).
+//! - [`observations`] and [`indication`]: JSON, read through [`repair_json`] (the tolerant
+//!   parser of `cxrlake-generate`, which the generation operator shares).
 
 mod fields;
 mod indication;
-mod json;
 mod lines;
 mod observations;
 
+pub use cxrlake_generate::repair_json;
 pub use indication::indication;
-pub use json::repair_json;
 pub use lines::sentences;
 pub use observations::observations;

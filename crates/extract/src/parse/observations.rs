@@ -1,10 +1,10 @@
 //! The observation-extraction output (listings 3 and 4): a JSON list of observations, each with
 //! one level of children.
 
+use cxrlake_generate::repair_json;
 use serde_json::{Map, Value};
 
 use super::fields::{normalized, text, texts};
-use super::json::repair_json;
 use crate::{ExtractError, RawObservation, Result};
 
 /// Parses the observation-extraction output.

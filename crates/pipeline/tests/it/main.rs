@@ -2,6 +2,7 @@ mod common;
 mod demo;
 mod evaluate;
 mod extract;
+mod gemex;
 mod graph;
 mod incremental;
 mod judge;

@@ -1,8 +1,10 @@
-//! Tolerant JSON: finds the first object or array in an LLM answer and reads it with a lenient
-//! recursive-descent parser straight into a [`serde_json::Value`].
+//! Tolerant JSON: reads an LLM answer into a [`serde_json::Value`]. Strict JSON is read as is;
+//! anything else goes through a lenient recursive-descent parser that finds the first object or
+//! array in the text ([`repair_json`], shared with report extraction).
 //!
 //! ```text
-//!  answer ──► first ``` fence (if any), else the whole text
+//!  answer ──► strict JSON? ──yes──► value
+//!         ──► first ``` fence (if any), else the whole text
 //!         ──► each `{` / `[` in turn (at most 16) ──► lenient parse ──► first success
 //! ```
 //!
@@ -22,6 +24,18 @@ const MAX_DEPTH: usize = 64;
 const MAX_STARTS: usize = 16;
 /// Line-wrap marks of PDF listings, skipped at the start of a continued line.
 const WRAP_MARKS: [char; 3] = ['↪', '↳', '→'];
+
+/// An LLM answer as JSON: the whole text when it is a strict JSON object or array, else the
+/// first object or array [`repair_json`] finds in it. The error says why nothing was found.
+pub fn parse_json(text: &str) -> Result<Value, String> {
+    let trimmed = text.trim();
+    if trimmed.starts_with(['{', '['])
+        && let Ok(value) = serde_json::from_str(trimmed)
+    {
+        return Ok(value);
+    }
+    repair_json(text)
+}
 
 /// Extracts the first JSON value (object or array) from `text` and repairs small defects.
 pub fn repair_json(text: &str) -> Result<Value, String> {
@@ -326,5 +340,35 @@ mod tests {
             repair_json("{name: 'a', summary\\_sentence = 'b'}"),
             Ok(json!({"name": "a", "summary_sentence": "b"}))
         );
+    }
+
+    #[test]
+    fn answers_with_fences_prose_and_defects() {
+        let expected = json!({"questions": [{"answer": "B", "regions": ["left lung"]}]});
+        for answer in [
+            r#"{"questions": [{"answer": "B", "regions": ["left lung"]}]}"#,
+            "```json\n{\"questions\": [{\"answer\": \"B\", \"regions\": [\"left lung\"]}]}\n```",
+            "Here is the JSON you asked for:\n{\"questions\": [{\"answer\": \"B\", \"regions\": \
+             [\"left lung\"],},],}\nI hope this helps.",
+            r#"{"questions": [{"answer": "B", "regions": ["left\_lung"]}]}"#,
+            r#"{"questions": [{"answer": "B", "regions": ["left lung"#,
+        ] {
+            let parsed = parse_json(answer);
+            let expected = if answer.contains("left\\_lung") {
+                json!({"questions": [{"answer": "B", "regions": ["left_lung"]}]})
+            } else {
+                expected.clone()
+            };
+            assert_eq!(parsed, Ok(expected), "{answer}");
+        }
+        assert!(parse_json("I cannot answer that.").is_err());
+        assert!(parse_json("").is_err());
+    }
+
+    #[test]
+    fn strict_answers_keep_their_exact_values() {
+        // The strict path reads escaped quotes followed by commas as strict JSON does.
+        let text = r#"  {"s": "a \", b", "n": 1.5e3}  "#;
+        assert_eq!(parse_json(text), Ok(json!({"s": "a \", b", "n": 1500.0})));
     }
 }

@@ -1,0 +1,80 @@
+//! Dataset flavours: the other seed datasets cxrlake builds over the same lake, each a named
+//! set of stages (SQL under `sql/<flavour>/`, functions under `udfs/src/<flavour>/`, prompts
+//! under `prompts/<flavour>/`, tables `<flavour>_*`) added to the pipeline graph when
+//! `cxrlake.flavours` names it (`cxrlake run --flavour gemex`). A flavour's stages are stages
+//! like the others: one runner, incremental, with their fingerprints.
+
+use std::sync::Arc;
+
+use crate::error::{PipelineError, Result};
+use crate::stage::Stage;
+
+/// One flavour.
+#[derive(Debug, Clone, Copy)]
+pub struct Flavour {
+    /// Its name (`cxrlake.flavours`, table and stage prefix).
+    pub name: &'static str,
+    /// What it builds.
+    pub doc: &'static str,
+    /// Its stages, in run order (after the built-in ones).
+    pub stages: fn() -> Vec<Arc<dyn Stage>>,
+}
+
+/// Every flavour cxrlake builds.
+pub const FLAVOURS: &[Flavour] = &[Flavour {
+    name: "gemex",
+    doc: "GEMeX (paper 004): report sentences re-grounded onto 30 regions, 11 grounded and \
+          explainable QA pairs per frontal image",
+    stages: crate::gemex::stages,
+}];
+
+/// The flavours `names` (comma separated) selects; an unknown name lists the flavours.
+pub fn selected(names: &str) -> Result<Vec<&'static Flavour>> {
+    let mut out: Vec<&'static Flavour> = Vec::new();
+    for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let flavour = FLAVOURS.iter().find(|f| f.name == name).ok_or_else(|| {
+            PipelineError::Config(format!(
+                "unknown flavour '{name}'; the flavours are: {}",
+                FLAVOURS
+                    .iter()
+                    .map(|f| f.name)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))
+        })?;
+        if !out.iter().any(|f| f.name == name) {
+            out.push(flavour);
+        }
+    }
+    Ok(out)
+}
+
+/// The flavour whose stages include `stage`, if any.
+pub fn owning(stage: &str) -> Option<&'static Flavour> {
+    FLAVOURS
+        .iter()
+        .find(|f| (f.stages)().iter().any(|s| s.def().name == stage))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flavours_are_selected_by_name() {
+        let names: Vec<&str> = selected(" gemex, gemex ,")
+            .expect("gemex")
+            .iter()
+            .map(|f| f.name)
+            .collect();
+        assert_eq!(names, ["gemex"]);
+        assert!(selected("").expect("none").is_empty());
+        let err = selected("gemex,rexvqa").expect_err("unknown").to_string();
+        assert!(
+            err.contains("unknown flavour 'rexvqa'") && err.contains("gemex"),
+            "{err}"
+        );
+        assert_eq!(owning("gemex_generate").map(|f| f.name), Some("gemex"));
+        assert!(owning("qa").is_none());
+    }
+}

@@ -1,0 +1,93 @@
+//! The `gemex_generate` stage (`sql/gemex/generate.sql`): `gemex_qa`, 11 grounded and
+//! explainable questions per frontal image with at least three re-grounded sentences (paper
+//! 004, stage II), offline from the sentences and the scene graph, or by the prompt of table 10.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use cxrlake_gemex::generate::GenerateTask;
+use cxrlake_schemas::gemex::qa_record_fields;
+use cxrlake_udfs::gemex::GemexRegionBoxesFunc;
+use datafusion::logical_expr::ScalarUDF;
+
+use crate::error::Result;
+use crate::generation::bind;
+use crate::pipeline::Pipeline;
+use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
+
+/// The stage's declaration.
+pub static DEF: StageDef = StageDef {
+    name: "gemex_generate",
+    doc: "gemex_qa: 11 grounded, explainable questions per frontal image",
+    sql: include_str!("../../../../sql/gemex/generate.sql"),
+    inputs: &[
+        "gemex_sentences",
+        "images",
+        "imagenome_boxes",
+        "scene_graphs",
+    ],
+    side_inputs: &["quarantine"],
+    outputs: &["gemex_qa", "quarantine"],
+    settings: &[
+        "refdefs",
+        "generator",
+        "llm_endpoint",
+        "llm_model",
+        "flavour_prompts",
+        "chunk_patients",
+    ],
+    chunking: Chunking::Patients { default: 2000 },
+    writes: Writes::Replace,
+    coverage: Coverage::PerStudy,
+    detects_changes: true,
+    reads_synonyms: true,
+};
+
+/// The `gemex_generate` stage.
+#[derive(Debug)]
+pub struct Generate;
+
+fn task(pipeline: &Pipeline) -> Result<(Arc<GenerateTask>, String)> {
+    let prompts = super::prompts(pipeline)?;
+    let version = prompts.version().to_string();
+    let task = GenerateTask::new(prompts, super::regions(pipeline)?)
+        .map_err(|e| crate::error::PipelineError::Config(format!("GEMeX generation: {e}")))?;
+    Ok((Arc::new(task), version))
+}
+
+#[async_trait]
+impl Stage for Generate {
+    fn def(&self) -> &'static StageDef {
+        &DEF
+    }
+
+    async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
+        let (task, version) = task(pipeline)?;
+        super::definitions(pipeline, task.as_ref(), &version)
+    }
+
+    async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
+        let (task, version) = task(pipeline)?;
+        let boxes = ScalarUDF::from(GemexRegionBoxesFunc::new(super::regions(pipeline)?));
+        let bound = bind(pipeline, task, qa_record_fields(), &version, "generated").await?;
+        Ok(Prepared::new(vec![bound.function, boxes], Vec::new()).with_hooks(bound.hooks))
+    }
+
+    fn describe(&self, report: &StageReport) -> String {
+        format!(
+            "gemex_generate ({}): {} questions for {} frontal images in {:.1} s ({:.0} \
+             questions/s), {} rejected",
+            report.metric_text("generator"),
+            report.rows("gemex_qa"),
+            report.metric("inputs"),
+            report.seconds,
+            report.rows("gemex_qa") as f64 / report.seconds.max(1e-9),
+            report.metric("rejects"),
+        ) + &if report.metrics.contains_key("llm_requested") {
+            crate::llm_calls::describe_llm(report)
+        } else {
+            String::new()
+        }
+    }
+}

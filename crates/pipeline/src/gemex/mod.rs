@@ -1,0 +1,66 @@
+//! The GEMeX flavour (paper 004) as two stages: `gemex_reground` (stage I: each report sentence
+//! re-grounded onto one of 30 regions) and `gemex_generate` (stage II: 11 grounded, explainable
+//! questions per frontal image). The domain logic is crate `cxrlake-gemex`; the region table is
+//! `refdefs/gemex/regions.toml`, the prompts `prompts/gemex/`.
+
+mod generate;
+mod reground;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use cxrlake_gemex::regions::Regions;
+use cxrlake_generate::{GenerationTask, PromptSet};
+
+use crate::error::{PipelineError, Result};
+use crate::generation::generator_id;
+use crate::pipeline::Pipeline;
+use crate::settings;
+use crate::stage::Stage;
+
+pub use generate::Generate;
+pub use reground::Reground;
+
+/// The flavour's stages, in run order.
+pub fn stages() -> Vec<Arc<dyn Stage>> {
+    vec![Arc::new(Reground), Arc::new(Generate)]
+}
+
+/// The region table: `gemex/regions.toml` of the reference definitions folder
+/// (`cxrlake.refdefs`) when it has one, else the embedded one.
+fn regions(pipeline: &Pipeline) -> Result<Arc<Regions>> {
+    let folder = settings::path(&pipeline.config().refdefs)
+        .map(|dir| dir.join("gemex"))
+        .filter(|dir| dir.join("regions.toml").is_file());
+    let regions = match folder {
+        Some(dir) => Regions::load(&dir),
+        None => Regions::embedded(),
+    }
+    .map_err(|e| PipelineError::Config(format!("GEMeX regions: {e}")))?;
+    Ok(Arc::new(regions))
+}
+
+/// The prompts: `gemex/` of `cxrlake.flavour_prompts` when set, else the embedded ones.
+fn prompts(pipeline: &Pipeline) -> Result<Arc<PromptSet>> {
+    let prompts = match settings::path(&pipeline.config().flavour_prompts) {
+        Some(dir) => PromptSet::load(&dir.join("gemex")),
+        None => cxrlake_gemex::prompts(),
+    }
+    .map_err(|e| PipelineError::Config(format!("GEMeX prompts: {e}")))?;
+    Ok(Arc::new(prompts))
+}
+
+/// What both stages' fingerprints record: the region table's version and the generator.
+fn definitions(
+    pipeline: &Pipeline,
+    task: &dyn GenerationTask,
+    prompt_version: &str,
+) -> Result<BTreeMap<String, String>> {
+    Ok(BTreeMap::from([
+        ("regions".into(), regions(pipeline)?.version().to_string()),
+        (
+            "generator".into(),
+            generator_id(pipeline, task, prompt_version)?,
+        ),
+    ]))
+}
