@@ -11,7 +11,9 @@
 //! picks the formats (`parquet`, `physionet`, `both` — the export's default, one command writing
 //! both layouts —, comma-separated; default `parquet,physionet`), e.g. to measure each one's peak
 //! memory on its own; `RUST_LOG=cxrlake_export=info` logs when each file of the
-//! release is written.
+//! release is written. `import` (a format of its own) writes the whole release (`all`, PhysioNet
+//! layout) once to `<dir>/all_physionet` (kept for later runs) and times `cxrlake import release`
+//! of it into a new lake: QA pairs/s (run it alone for the import's peak RSS).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -22,7 +24,9 @@ use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float64Type};
 use cxrlake_benches::{bench_dir, env_number, init_logging, run_stage};
 use cxrlake_export::release::{portable_batch, portable_schema};
-use cxrlake_export::{ReleaseExport, ReleaseFormat, Subset, export_release};
+use cxrlake_export::{
+    ReleaseExport, ReleaseFormat, ReleaseImport, Subset, export_release, import_release,
+};
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
 use cxrlake_refdefs::RefDefs;
@@ -61,6 +65,10 @@ async fn main() {
     let lake_studies = count("SELECT count(DISTINCT study_id) FROM qa").await;
     println!("lake: {pairs} QA pairs of {lake_studies} studies");
 
+    if std::env::var("RELEASE_BENCH_FORMATS").is_ok_and(|f| f.trim() == "import") {
+        import(&lake, &root).await;
+        return;
+    }
     for format in formats() {
         let out = root.join(format!("ft_{format:?}").to_lowercase());
         let _ = std::fs::remove_dir_all(&out);
@@ -77,6 +85,39 @@ async fn main() {
             pairs as f64 / seconds
         );
     }
+}
+
+/// Exports the whole release once, then imports it into a fresh lake, timed.
+#[allow(clippy::print_stdout)]
+async fn import(lake: &Lake, root: &Path) {
+    let release = root.join("all_physionet");
+    if !release.join("qa.zip").exists() {
+        let _ = std::fs::remove_dir_all(&release);
+        let export = ReleaseExport::new(&release)
+            .with_subset(Subset::All)
+            .with_format(ReleaseFormat::Physionet);
+        let summary = export_release(lake, &export).await.expect("export");
+        println!("{summary}");
+    }
+    let target_dir = root.join("imported");
+    let _ = std::fs::remove_dir_all(&target_dir);
+    let target = Lake::open_url(target_dir.to_str().expect("utf8"))
+        .expect("open")
+        .with_session_factory(cxrlake_udfs::session_context_on);
+    target.init().await.expect("init");
+    let started = Instant::now();
+    let summary = import_release(&target, &ReleaseImport::new(&release))
+        .await
+        .expect("import");
+    let seconds = started.elapsed().as_secs_f64();
+    println!("{summary}");
+    let pairs = summary.rows.get("qa").copied().unwrap_or(0);
+    println!(
+        "import: {pairs} QA pairs, {} scene graphs, {} images in {seconds:.1} s ({:.0} QA pairs/s)",
+        summary.rows.get("scene_graphs").copied().unwrap_or(0),
+        summary.rows.get("images").copied().unwrap_or(0),
+        pairs as f64 / seconds
+    );
 }
 
 /// The formats of `RELEASE_BENCH_FORMATS` (default: Parquet, then PhysioNet).

@@ -157,6 +157,13 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         refdefs: Option<PathBuf>,
     },
+    /// Import a released MIMIC-Ext-CXR-QBA into the lake (qa, scene_graphs, images), so that
+    /// SQL, statistics and subset exports work without rebuilding it
+    Import {
+        /// What to import
+        #[command(subcommand)]
+        what: ImportCommand,
+    },
     /// Export lake tables in the released dataset's layout
     Export {
         /// What to export
@@ -181,6 +188,26 @@ pub enum TemplatesCommand {
         /// Reference definitions folder [default: the embedded definitions]
         #[arg(long, value_name = "DIR")]
         refdefs: Option<PathBuf>,
+    },
+}
+
+/// What `cxrlake import` reads.
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// A release in the PhysioNet layout: its root folder (qa.zip, scene_data.zip,
+    /// quality_mappings.csv), an exports/<subset> folder, or one of its zips; zips are read in
+    /// place, quality codes decoded through the release's quality_mappings.csv. Resumable: a
+    /// study already in the lake is skipped
+    Release {
+        /// The release folder or zip
+        #[arg(value_name = "PATH")]
+        path: PathBuf,
+        /// Exit non-zero when a member was quarantined
+        #[arg(long)]
+        strict: bool,
+        /// Studies per commit (bounds memory)
+        #[arg(long, default_value_t = 1_000)]
+        chunk_studies: usize,
     },
 }
 
@@ -497,6 +524,27 @@ impl Cli {
                     cxrlake_pipeline::evaluate::observations_vs_truth(&lake, &defs, truth).await?;
                 say(out, format_args!("{report}"))
             }
+            Command::Import {
+                what:
+                    ImportCommand::Release {
+                        path,
+                        strict,
+                        chunk_studies,
+                    },
+            } => {
+                lake.init().await?;
+                let import = cxrlake_export::ReleaseImport::new(path.clone())
+                    .with_chunk_studies(*chunk_studies);
+                let summary = cxrlake_export::import_release(&lake, &import).await?;
+                say(out, format_args!("{summary}"))?;
+                if *strict && summary.quarantined > 0 {
+                    return Err(CliError::Usage(format!(
+                        "--strict: {} release member(s) quarantined",
+                        summary.quarantined
+                    )));
+                }
+                Ok(())
+            }
             Command::Export { what } => {
                 lake.require_initialized().await?;
                 match what {
@@ -658,7 +706,9 @@ async fn sql(
     file: Option<&std::path::Path>,
     out: &mut dyn Write,
 ) -> Result<()> {
-    let ctx = lake.session().await?;
+    // Files outside the lake are tables too: `SELECT … FROM 'rel/qa.parquet'` (Parquet, CSV,
+    // JSON by extension, compressed or not; local paths and object-store URLs).
+    let ctx = lake.session().await?.enable_url_table();
     // Several statements run in order (e.g. `SET cxrlake.match_threshold = 0.7; SELECT …`); the
     // last one's result is the output.
     let mut statements = datafusion::sql::parser::DFParser::parse_sql(query)?;

@@ -17,6 +17,14 @@ fn stage_of(table: &str) -> &'static str {
 /// Errors of release-layout exports.
 #[derive(Debug, Error)]
 pub enum ExportError {
+    /// A release to import cannot be read.
+    #[error("cannot import {}: {reason}", .path.display())]
+    Import {
+        /// The file or folder.
+        path: PathBuf,
+        /// What is wrong and what to do.
+        reason: String,
+    },
     /// The lake lacks the table an export reads.
     #[error(
         "the lake at {root} has no {table} table; run `cxrlake init`, then `cxrlake run {stage}`",

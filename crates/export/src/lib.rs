@@ -3,7 +3,8 @@
 //! `qa` table as one JSON file per study shaped as D.2, and whole releases ([`release`]):
 //! the FT/PT/A+/A++ subsets (frontal images only) as Parquet and in the PhysioNet layout
 //! (zips of these JSON files, seven flat metadata tables, `quality_mappings.csv`). [`gemex`]
-//! writes the GEMeX flavour's `gemex_qa` table as GEMeX JSON and LLaVA instruction data.
+//! writes the GEMeX flavour's `gemex_qa` table as GEMeX JSON and LLaVA instruction data;
+//! [`import`] reads a release back into a lake.
 //!
 //! ```text
 //! <out_dir>/p10/p10000032/s50414267.scene_graph.json   export_scene_graphs
@@ -62,6 +63,7 @@ pub mod d2;
 pub mod error;
 mod files;
 pub mod gemex;
+pub mod import;
 mod inflight;
 mod layout;
 pub mod qa;
@@ -75,6 +77,7 @@ mod writer;
 
 pub use error::{ExportError, Result};
 pub use gemex::{GemexExport, GemexFormat, GemexSummary, export_gemex};
+pub use import::{ImportSummary, ReleaseImport, import_release};
 pub use qa::{QA_SUFFIX, QaExport, export_qa, qa_path};
 pub use release::{
     ReleaseExport, ReleaseFormat, ReleaseSummary, Subset, export_release, quality_mappings_csv,

@@ -369,6 +369,7 @@ impl Pipeline {
     pub async fn run_stage(&self, name: &str, mode: RunMode) -> Result<StageReport> {
         let stage = self.stage(name)?.clone();
         if mode == RunMode::Write {
+            self.refuse_over_import(&[stage.def().name]).await?;
             self.record(&format!("run {name}"), &[name]).await?;
         }
         runner::run(self, stage.as_ref(), &Scope::All, false, mode).await
@@ -395,10 +396,39 @@ impl Pipeline {
     /// them with `full`); `observe` sees each stage as it ends.
     pub async fn run(&self, full: bool, observe: &mut dyn FnMut(&StagePlan)) -> Result<Plan> {
         let names = self.stage_names();
+        self.refuse_over_import(&names).await?;
         self.record(if full { "run --full" } else { "run" }, &names)
             .await?;
         crate::refdefs::load_reference_tables(&self.lake, &self.defs).await?;
         incremental::run(self, full, observe).await
+    }
+
+    /// Refuses to run stages that would rebuild a table whose newest commit is a release
+    /// imported with `cxrlake import release`: the lake has no sources to rebuild it from, and
+    /// the stage would replace the imported rows with nothing.
+    async fn refuse_over_import(&self, stages: &[&'static str]) -> Result<()> {
+        for name in stages {
+            for table in self.stage(name)?.def().outputs {
+                let imported = self
+                    .lake
+                    .history(table, Some(1))
+                    .await
+                    .ok()
+                    .and_then(|mut commits| commits.pop())
+                    .and_then(|commit| commit.stage)
+                    .is_some_and(|commit| commit.stage == "import");
+                if imported && *table != "quarantine" {
+                    return Err(PipelineError::Config(format!(
+                        "{table} holds a release imported with `cxrlake import release`; stage \
+                         {name} would rebuild it from the MIMIC-CXR sources, which this lake does \
+                         not have, and replace it. Query it (`cxrlake sql`, `cxrlake stats`), \
+                         export subsets (`cxrlake export release`), or build a lake from the \
+                         sources (`cxrlake ingest`, then `cxrlake run`)"
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Checks that every setting names something usable (templates, prompts, embedder, the

@@ -13,6 +13,11 @@
 //! ```
 //!
 //! A literal that is not a rating is a planning error listing the valid values.
+//!
+//! Files outside the lake carry no field metadata: there a string column named `rating`, or
+//! ending in `.rating` or `_rating` (the release's `question.quality.rating`,
+//! `study.quality.extraction_rating`), is a rating column holding release codes (`4_A`) or
+//! grades, and the sets above list both forms (`rating_rank` reads both).
 
 use std::sync::Arc;
 
@@ -101,8 +106,31 @@ impl RatingOrderRule {
         !matches!(expr, Expr::Literal(..))
             && expr
                 .to_field(schema)
-                .map(|(_, field)| is_rating_field(&field))
+                .map(|(_, field)| is_rating_field(&field) || is_release_rating(&field))
                 .unwrap_or(false)
+    }
+
+    /// Whether `expr` is a rating column recognised by its name (see the module doc).
+    fn holds_release_codes(&self, expr: &Expr, schema: &DFSchema) -> bool {
+        expr.to_field(schema)
+            .map(|(_, field)| !is_rating_field(&field) && is_release_rating(&field))
+            .unwrap_or(false)
+    }
+
+    /// The ratings whose rank satisfies `keep`, in the forms `column` may hold.
+    fn set_for(&self, column: &Expr, schema: &DFSchema, keep: impl Fn(i8) -> bool) -> Vec<Expr> {
+        let mut set = ratings_where(&keep);
+        if self.holds_release_codes(column, schema) {
+            set.extend(
+                Rating::ALL
+                    .into_iter()
+                    .filter(|rating| keep(rating.rank()))
+                    .map(|rating| {
+                        Expr::Literal(ScalarValue::Utf8(Some(rating.release_code())), None)
+                    }),
+            );
+        }
+        set
     }
 
     fn rewrite_expr(&self, expr: Expr, schema: &DFSchema) -> Result<Transformed<Expr>> {
@@ -135,7 +163,7 @@ impl RatingOrderRule {
             }) if self.is_rating(&expr, schema) => {
                 if let (Some(low), Some(high)) = (string_literal(&low), string_literal(&high)) {
                     let (low, high) = (parse_literal(low)?.rank(), parse_literal(high)?.rank());
-                    let set = ratings_where(|rank| (low..=high).contains(&rank));
+                    let set = self.set_for(&expr, schema, |rank| (low..=high).contains(&rank));
                     return Ok(Transformed::yes(Expr::InList(InList::new(
                         expr, set, negated,
                     ))));
@@ -210,7 +238,7 @@ impl RatingOrderRule {
         };
         Ok(Some(Expr::InList(InList::new(
             Box::new(column.clone()),
-            ratings_where(keep),
+            self.set_for(column, schema, keep),
             false,
         ))))
     }
@@ -238,7 +266,7 @@ impl RatingOrderRule {
 }
 
 /// The ratings whose rank satisfies `keep`, as string literals.
-fn ratings_where(keep: impl Fn(i8) -> bool) -> Vec<Expr> {
+fn ratings_where(keep: &impl Fn(i8) -> bool) -> Vec<Expr> {
     Rating::ALL
         .into_iter()
         .filter(|rating| keep(rating.rank()))
@@ -269,6 +297,16 @@ fn string_literal(expr: &Expr) -> Option<&str> {
         Expr::Literal(value, _) => value.try_as_str().flatten(),
         _ => None,
     }
+}
+
+/// A string column without cxrlake's rating metadata whose name says it is a rating.
+fn is_release_rating(field: &datafusion::arrow::datatypes::Field) -> bool {
+    let name = field.name();
+    field.data_type().is_string()
+        && !field
+            .metadata()
+            .contains_key(cxrlake_schemas::rating::TYPE_METADATA_KEY)
+        && (name == "rating" || name.ends_with(".rating") || name.ends_with("_rating"))
 }
 
 fn is_comparison(op: Operator) -> bool {

@@ -3,16 +3,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn cxrlake(lake: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cxrlake"))
-        .arg("--lake")
-        .arg(lake)
-        .args(args)
-        .env_remove("CXRLAKE_LAKE")
-        .env_remove("CXRLAKE_CONFIG")
-        .output()
-        .expect("run cxrlake")
-}
+use crate::cxrlake;
 
 /// A copy of the shipped reference definitions at `to`.
 fn copy_refdefs(to: &Path) -> std::path::PathBuf {

@@ -1,6 +1,19 @@
 mod commands;
+mod import;
 mod interop;
 mod release;
+
+/// Runs the built `cxrlake` binary on the lake at `lake` with `args`, as a user would.
+pub(crate) fn cxrlake(lake: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_cxrlake"))
+        .arg("--lake")
+        .arg(lake)
+        .args(args)
+        .env_remove("CXRLAKE_LAKE")
+        .env_remove("CXRLAKE_CONFIG")
+        .output()
+        .expect("run cxrlake")
+}
 
 /// Runs `tests/python/<script>` with `args` and asserts that it succeeds and prints `ok`; the
 /// script needs the Python packages that the README's test command installs.

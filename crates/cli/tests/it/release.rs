@@ -5,11 +5,10 @@
 //!
 //! Needs `python3` with duckdb, pyarrow and pandas (the README's test command installs them).
 
-use std::path::Path;
-use std::process::Command;
-
 use cxrlake_lake::Lake;
 use serde_json::{Value, json};
+
+use crate::cxrlake;
 
 const FRONTAL: &str = "02aa804e-bde0afdd-112c0b34-7bc16630-4e384014";
 const LATERAL: &str = "174413ec-4ec4c1f7-34ea26b7-c5f994f8-79ef1962";
@@ -136,15 +135,6 @@ fn write_lake(lake: &Lake) {
             .await
             .expect("scene_graphs");
     });
-}
-
-fn cxrlake(lake: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_cxrlake"))
-        .arg("--lake")
-        .arg(lake)
-        .args(args)
-        .output()
-        .expect("run cxrlake")
 }
 
 #[test]
