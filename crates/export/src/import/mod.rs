@@ -42,15 +42,13 @@ use arrow::array::{
 use arrow::datatypes::SchemaRef;
 use arrow::json::reader::ReaderBuilder;
 use cxrlake_lake::{Lake, StageCommit};
-use cxrlake_schemas::Rating;
 use rayon::prelude::*;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-pub use decode::{Codes, rating};
+pub use decode::{Codes, FileIds, rating};
 
 use crate::error::{ExportError, Result};
-use crate::layout::{QUESTION, ROOT};
 
 /// The stage name of import commits and quarantine rows.
 pub const STAGE: &str = "import";
@@ -301,8 +299,8 @@ struct Member {
     bytes: Vec<u8>,
 }
 
-/// A member decoded: lake rows per table, or why it cannot be used.
-type Decoded = std::result::Result<Vec<(&'static str, Value)>, String>;
+/// A member decoded: its table, its rows as JSON lines and how many, or why it cannot be used.
+type Decoded = std::result::Result<(&'static str, Vec<u8>, usize), String>;
 
 /// The release's metadata: version and quality codes.
 #[derive(Debug)]
@@ -314,96 +312,54 @@ struct Release {
 
 impl Release {
     fn decode(&self, member: &Member) -> Decoded {
-        let json: Value =
-            serde_json::from_slice(&member.bytes).map_err(|e| format!("invalid JSON: {e}"))?;
-        let ids_match = |json: &Value| {
-            let (patient, study) = (json["patient_id"].as_str(), json["study_id"].as_str());
-            if patient != Some(member.patient_id.as_str()) || study != Some(&member.study_id) {
-                return Err(format!(
-                    "ids {}/{} do not match the member's path ({}/{})",
-                    patient.unwrap_or("(none)"),
-                    study.unwrap_or("(none)"),
-                    member.patient_id,
-                    member.study_id
-                ));
-            }
-            Ok(())
+        let ids = FileIds {
+            patient_id: &member.patient_id,
+            study_id: &member.study_id,
+            provenance: &self.provenance,
         };
-        ids_match(&json)?;
+        let mut out = Vec::with_capacity(member.bytes.len() + member.bytes.len() / 4);
         match member.kind {
             Kind::SceneGraph => {
-                let mut row = decode::to_lake(&ROOT, json, &self.codes)?;
-                self.provenance(&mut row);
-                Ok(vec![("scene_graphs", Value::Object(row))])
+                decode::scene_graph_row(&member.bytes, ids, &self.codes, &mut out)?;
+                Ok(("scene_graphs", out, 1))
             }
             Kind::Qa => {
-                let Value::Object(mut file) = json else {
-                    return Err("not a JSON object".into());
-                };
-                let Some(Value::Array(questions)) = file.remove("questions") else {
-                    return Err("no `questions` list".into());
-                };
-                let patient_id = Value::String(member.patient_id.clone());
-                let study_id = Value::String(member.study_id.clone());
-                questions
-                    .into_iter()
-                    .enumerate()
-                    .map(|(index, question)| {
-                        let mut row = decode::to_lake(&QUESTION, question, &self.codes)
-                            .map_err(|e| format!("questions[{index}]: {e}"))?;
-                        row.insert("patient_id".into(), patient_id.clone());
-                        row.insert("study_id".into(), study_id.clone());
-                        let rating = row["question_quality"]["rating"]
-                            .as_str()
-                            .map(str::parse::<Rating>)
-                            .transpose()
-                            .map_err(|e| format!("questions[{index}]: {e}"))?;
-                        row.insert(
-                            "rating".into(),
-                            rating.map_or(Value::Null, |r| r.as_str().into()),
-                        );
-                        row.insert(
-                            "rating_rank".into(),
-                            rating.map_or(Value::Null, |r| r.rank().into()),
-                        );
-                        self.provenance(&mut row);
-                        Ok(("qa", Value::Object(row)))
-                    })
-                    .collect()
+                let rows = decode::qa_rows(&member.bytes, ids, &self.codes, &mut out)?;
+                Ok(("qa", out, rows))
             }
             Kind::StudyMetadata => {
+                let json: Value = serde_json::from_slice(&member.bytes)
+                    .map_err(|e| format!("invalid JSON: {e}"))?;
+                let (patient, study) = (json["patient_id"].as_str(), json["study_id"].as_str());
+                if patient != Some(ids.patient_id) || study != Some(ids.study_id) {
+                    return Err(format!(
+                        "ids {}/{} do not match the member's path ({}/{})",
+                        patient.unwrap_or("(none)"),
+                        study.unwrap_or("(none)"),
+                        ids.patient_id,
+                        ids.study_id
+                    ));
+                }
                 let images = json["images"].as_array().ok_or("no `images` list")?;
-                images
-                    .iter()
-                    .map(|image| {
-                        let view = image["view_position"].as_str();
-                        Ok((
-                            "images",
-                            json!({
-                                "image_id": image["image_id"].as_str().ok_or("an image without image_id")?,
-                                "patient_id": json["patient_id"],
-                                "study_id": json["study_id"],
-                                "view_position": image["dicom_view_position"],
-                                "view": view,
-                                "is_frontal": view == Some("frontal"),
-                                "rows": image["height"],
-                                "columns": image["width"],
-                                "study_date": json["study_date"],
-                                "procedure": json["procedure"],
-                                "split": json["split"],
-                            }),
-                        ))
-                    })
-                    .collect()
-            }
-        }
-    }
-
-    /// `extractor` / `embedder` of a row without cxrlake's provenance.
-    fn provenance(&self, row: &mut Map<String, Value>) {
-        for key in ["extractor", "embedder"] {
-            if row.get(key).is_none_or(Value::is_null) {
-                row.insert(key.into(), Value::String(self.provenance.clone()));
+                for image in images {
+                    let view = image["view_position"].as_str();
+                    let row = json!({
+                        "image_id": image["image_id"].as_str().ok_or("an image without image_id")?,
+                        "patient_id": json["patient_id"],
+                        "study_id": json["study_id"],
+                        "view_position": image["dicom_view_position"],
+                        "view": view,
+                        "is_frontal": view == Some("frontal"),
+                        "rows": image["height"],
+                        "columns": image["width"],
+                        "study_date": json["study_date"],
+                        "procedure": json["procedure"],
+                        "split": json["split"],
+                    });
+                    serde_json::to_writer(&mut out, &row).map_err(|e| e.to_string())?;
+                    out.push(b'\n');
+                }
+                Ok(("images", out, images.len()))
             }
         }
     }
@@ -658,20 +614,13 @@ async fn flush(
             (member, rows)
         })
         .collect();
-    let mut tables: BTreeMap<&'static str, Vec<Value>> = BTreeMap::new();
+    let mut tables: BTreeMap<&'static str, Vec<(Vec<u8>, usize)>> = BTreeMap::new();
     let mut studies: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
     for (member, rows) in decoded {
         match rows {
-            Ok(rows) => {
-                let table = match member.kind {
-                    Kind::Qa => "qa",
-                    Kind::SceneGraph => "scene_graphs",
-                    Kind::StudyMetadata => "images",
-                };
+            Ok((table, lines, count)) => {
                 studies.entry(table).or_default().push(member.study_id);
-                for (table, row) in rows {
-                    tables.entry(table).or_default().push(row);
-                }
+                tables.entry(table).or_default().push((lines, count));
             }
             Err(reason) => rejected.push((member.name, reason, member.bytes)),
         }
@@ -681,7 +630,8 @@ async fn flush(
         let schema = cxrlake_schemas::table(table)
             .map(|def| (def.schema)())
             .ok_or_else(|| import_error(Path::new(source), format!("no table {table}")))?;
-        writes.push((table, batches(&schema, &rows)?, rows.len() as u64));
+        let count: usize = rows.iter().map(|(_, count)| count).sum();
+        writes.push((table, batches(&schema, &rows)?, count as u64));
     }
     for (table, ids) in studies {
         let set = match table {
@@ -722,15 +672,39 @@ async fn flush(
     Ok(())
 }
 
-/// Rows (lake-shaped JSON objects) as batches of `schema`, decoded in parallel.
-fn batches(schema: &SchemaRef, rows: &[Value]) -> Result<Vec<RecordBatch>> {
+/// Rows (members' JSON lines with their counts) as batches of `schema`, decoded in parallel,
+/// about `ROWS` rows each.
+fn batches(schema: &SchemaRef, members: &[(Vec<u8>, usize)]) -> Result<Vec<RecordBatch>> {
     const ROWS: usize = 8192;
-    rows.par_chunks(ROWS)
-        .map(|rows| {
+    let mut groups: Vec<&[(Vec<u8>, usize)]> = Vec::new();
+    let (mut from, mut rows) = (0, 0);
+    for (index, (_, count)) in members.iter().enumerate() {
+        rows += count;
+        if rows >= ROWS {
+            groups.push(&members[from..=index]);
+            (from, rows) = (index + 1, 0);
+        }
+    }
+    if from < members.len() {
+        groups.push(&members[from..]);
+    }
+    groups
+        .par_iter()
+        .map(|group| {
+            let rows: usize = group.iter().map(|(_, count)| count).sum();
             let mut decoder = ReaderBuilder::new(Arc::clone(schema))
-                .with_batch_size(ROWS)
+                .with_batch_size(rows.max(1))
                 .build_decoder()?;
-            decoder.serialize(rows)?;
+            for (lines, _) in group.iter() {
+                let mut at = 0;
+                while at < lines.len() {
+                    let read = decoder.decode(&lines[at..])?;
+                    if read == 0 {
+                        break;
+                    }
+                    at += read;
+                }
+            }
             Ok(decoder
                 .flush()?
                 .unwrap_or_else(|| RecordBatch::new_empty(Arc::clone(schema))))
