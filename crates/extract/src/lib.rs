@@ -2,8 +2,9 @@
 //! indication, and raw observations, from either backend.
 //!
 //! - [`rules::RulesExtractor`]: the embedded default, no LLM. A MIMIC section parser, sentence
-//!   splitting, NegEx-style negation and uncertainty scopes, and mention detection of findings,
-//!   regions, modifiers and changes from the reference definitions' synonyms.
+//!   splitting, ConText negation, uncertainty and pseudo-trigger scopes (the triggers of the
+//!   reference definitions' `context.toml`), and mention detection of findings, regions,
+//!   modifiers and changes from the reference definitions' synonyms.
 //! - [`prompts::Prompts`] and [`parse`]: the paper's three prompts (listings 1, 3, 5) with our own
 //!   few-shot examples from the top-level `prompts/` folder, and tolerant parsers of the LLM
 //!   outputs (line format and JSON with code fences, prose and small defects).

@@ -6,8 +6,15 @@
 //!  "Pleural Effusions" ─normalize─► exact name/synonym? ──yes──► ("pleural effusion", 1.0)
 //!                                        │ no
 //!                                        ▼
+//!  "apical pneumonia" ─► a finding name/synonym as a run of its words? ──yes──► ("pneumonia", 1.0)
+//!                        (the longest run, then the last;  │ no
+//!                         texts of up to six words)        │
+//!                                        ▼
 //!                         embed (preloaded vector or the embedder) ─► Matcher top-1 ≥ threshold
 //! ```
+//! The second step guards findings against near-spellings that character n-grams confuse
+//! ("apical pneumonia" is no "atypical pneumonia", "visualized pneumothorax" no pneumonia): an
+//! exact or synonym match of words inside the text always wins over similarity.
 //! Results are memoised per (kind, text), so each distinct string is matched once per run.
 
 use std::collections::HashMap;
@@ -55,7 +62,8 @@ impl ConceptKind {
 pub struct Hit<'a> {
     /// The reference name.
     pub tag: &'a str,
-    /// Cosine similarity (1.0 for an exact name or synonym).
+    /// Cosine similarity (1.0 for an exact name or synonym, alone or, for findings, as a run of
+    /// the text's words).
     pub score: f32,
 }
 
@@ -234,6 +242,11 @@ impl ConceptIndex {
             None
         } else if let Some(&tag) = index.exact.get(&normalized) {
             Some((tag, 1.0))
+        } else if let Some(tag) = (kind == ConceptKind::Finding)
+            .then(|| exact_run(&index.exact, &normalized))
+            .flatten()
+        {
+            Some((tag, 1.0))
         } else {
             let known = self.vectors.read().ok().and_then(|v| v.get(text).cloned());
             let vector = match known {
@@ -254,6 +267,39 @@ impl ConceptIndex {
         }
         Ok(hit(found))
     }
+}
+
+/// Shortest name or synonym (normal form, in bytes) a run of words may match: shorter ones
+/// ("as", "pe", "tb") are too often other words.
+const MIN_RUN_LEN: usize = 4;
+
+/// Most words a text may have for a run inside it to decide: a longer text is a sentence (the
+/// summary fallback), which names several things and is left to similarity.
+const MAX_RUN_TEXT_WORDS: usize = 6;
+
+/// The tag of the longest run of words of `normalized` (the last of equally long ones) that is
+/// an exact name or synonym; `None` for texts of more than [`MAX_RUN_TEXT_WORDS`] words.
+fn exact_run(exact: &HashMap<String, u32>, normalized: &str) -> Option<u32> {
+    let words: Vec<&str> = normalized.split(' ').collect();
+    if words.len() > MAX_RUN_TEXT_WORDS {
+        return None;
+    }
+    let mut best: Option<(usize, usize, u32)> = None;
+    for start in 0..words.len() {
+        for end in start + 1..=words.len() {
+            let run = words[start..end].join(" ");
+            if run.len() < MIN_RUN_LEN {
+                continue;
+            }
+            if let Some(&tag) = exact.get(&run) {
+                let key = (end - start, start);
+                if best.is_none_or(|(n, s, _)| key >= (n, s)) {
+                    best = Some((key.0, key.1, tag));
+                }
+            }
+        }
+    }
+    best.map(|(_, _, tag)| tag)
 }
 
 impl ConceptIndex {
@@ -334,4 +380,84 @@ fn embed_all(
         .iter()
         .map(|t| known.get(t).cloned().unwrap_or_default())
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use cxrlake_embed::LexicalEmbedder;
+
+    use super::*;
+
+    fn index() -> ConceptIndex {
+        let defs = RefDefs::embedded().expect("refdefs");
+        ConceptIndex::new(
+            &defs,
+            Arc::new(LexicalEmbedder::new()),
+            0.5,
+            Default::default(),
+        )
+        .expect("index")
+    }
+
+    fn finding(index: &ConceptIndex, text: &str) -> Option<(String, f32)> {
+        index
+            .best(ConceptKind::Finding, text)
+            .expect("best")
+            .map(|hit| (hit.tag.to_string(), hit.score))
+    }
+
+    #[test]
+    fn a_synonym_inside_the_text_wins_over_a_near_spelling() {
+        let index = index();
+        for (text, tag) in [
+            ("No visualized pneumothorax.", "pneumothorax"),
+            ("visualized pneumothorax", "pneumothorax"),
+            ("apical pneumonia", "pneumonia"),
+            ("small nodule", "lung nodule"),
+            (
+                "right left ventricular enlargement",
+                "left ventricular enlargement",
+            ),
+            ("mild pulmonary edema", "pulmonary edema"),
+        ] {
+            assert_eq!(
+                finding(&index, text),
+                Some((tag.to_string(), 1.0)),
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn exact_matches_and_similarity_are_unchanged() {
+        let index = index();
+        assert_eq!(
+            finding(&index, "Pleural Effusions"),
+            Some(("pleural effusion".to_string(), 1.0))
+        );
+        // No name or synonym inside: similarity decides, below 1.
+        let similar = finding(&index, "pneumothoraxes").expect("a match");
+        assert_eq!(similar.0, "pneumothorax");
+        assert!(similar.1 < 1.0);
+        // Short synonyms ("as", "pe") are not looked for inside other words' company.
+        assert_ne!(
+            finding(&index, "same as before").map(|(tag, _)| tag),
+            Some("aortic stenosis".to_string())
+        );
+        // A sentence (the summary fallback) names several things: similarity decides.
+        let sentence = finding(
+            &index,
+            "There is a small left pleural effusion again today.",
+        );
+        assert!(sentence.is_none_or(|(_, score)| score < 1.0));
+        // Regions keep the plain rule.
+        assert!(
+            index
+                .best(ConceptKind::Region, "the left lower lobe")
+                .expect("best")
+                .is_none_or(|hit| hit.score < 1.0)
+        );
+    }
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use cxrlake_extract::rules::{RULES_VERSION, RulesExtractor};
 use cxrlake_llm::LlmClient;
+use cxrlake_refdefs::FileKind;
 use cxrlake_udfs::extract::{Naming, llm_functions, rules_functions};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
@@ -122,6 +123,13 @@ impl Stage for Extract {
         rescope_other_definitions(last, now, plan, &["refdefs"]);
         if !plan.scope.is_all() && pipeline.config().extractor != "llm" {
             match refdefs_change(pipeline, last).await? {
+                // Triggers are no entries: an edit of them may change any report's reading.
+                Some(Ok(change))
+                    if change.old.file_hash(FileKind::Context)
+                        != pipeline.defs().file_hash(FileKind::Context) =>
+                {
+                    plan.all("context.toml edited (negation and uncertainty triggers)")
+                }
                 Some(Ok(change)) => {
                     let studies = reports_mentioning(pipeline, &change.terms).await?;
                     let reason = format!(

@@ -14,7 +14,9 @@ use std::path::Path;
 use crate::RefDefs;
 use crate::hash::HashInput;
 use crate::load::{FileKind, Sources, parse};
-use crate::model::{Laterality, Name, Operand, Recipe, Region, Spanned};
+use crate::model::{
+    Certainty, Laterality, Name, Operand, Positiveness, Recipe, Region, Spanned, TriggerCategory,
+};
 
 /// The class of a validation error; each has a failing-input test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -125,6 +127,7 @@ pub(crate) fn build(sources: Sources) -> (Option<RefDefs>, Vec<Diagnostic>) {
     let changes = take(parse(sources.file(FileKind::Changes)), d);
     let cxas = take(parse(sources.file(FileKind::CxasClasses)), d);
     let imagenome = take(parse(sources.file(FileKind::ImagenomeBoxes)), d);
+    let context = take(parse(sources.file(FileKind::Context)), d);
     let (
         Some(regions),
         Some(findings),
@@ -132,7 +135,10 @@ pub(crate) fn build(sources: Sources) -> (Option<RefDefs>, Vec<Diagnostic>) {
         Some(changes),
         Some(cxas),
         Some(imagenome),
-    ) = (regions, findings, modifiers, changes, cxas, imagenome)
+        Some(context),
+    ) = (
+        regions, findings, modifiers, changes, cxas, imagenome, context,
+    )
     else {
         return (None, diagnostics);
     };
@@ -143,6 +149,7 @@ pub(crate) fn build(sources: Sources) -> (Option<RefDefs>, Vec<Diagnostic>) {
         changes: &changes,
         cxas: &cxas,
         imagenome: &imagenome,
+        context: &context,
     };
     let hashes = match input.hashes() {
         Ok(hashes) => hashes,
@@ -164,6 +171,7 @@ pub(crate) fn build(sources: Sources) -> (Option<RefDefs>, Vec<Diagnostic>) {
         changes,
         cxas,
         imagenome,
+        context,
         sources,
         hashes,
     };
@@ -339,6 +347,7 @@ impl<'a> Validator<'a> {
         self.check_source_names();
         self.check_regions(&regions, &region_index);
         self.check_findings(&region_index, &finding_index);
+        self.check_triggers();
         self.out
     }
 
@@ -864,6 +873,176 @@ impl<'a> Validator<'a> {
             }
         }
         self.report_cycles(file, &order, &parents, "finding hierarchy (`parents`)");
+    }
+
+    /// ConText triggers: canonical, unique texts; a direction and a fitting probability exactly
+    /// for the categories that modify findings; probabilities and changes that exist.
+    fn check_triggers(&mut self) {
+        let defs = self.defs;
+        let file = FileKind::Context;
+        let mut seen: HashMap<&str, Range<usize>> = HashMap::new();
+        for trigger in &defs.context.triggers {
+            let t = trigger.get_ref();
+            let text = t.text.get_ref().as_str();
+            let key = normalize(text);
+            if key.is_empty() || key != text {
+                self.report(
+                    file,
+                    t.text.span(),
+                    Code::InvalidValue,
+                    format!("trigger '{text}' is not in canonical form"),
+                    format!("write it lower case with single spaces: '{key}'"),
+                );
+            } else if let Some(first) = seen.get(text).cloned() {
+                let at = self.location(file, &first);
+                self.report(
+                    file,
+                    t.text.span(),
+                    Code::DuplicateName,
+                    format!("trigger '{text}' is defined twice"),
+                    format!("first defined at {at}; keep one entry"),
+                );
+            } else {
+                seen.insert(text, t.text.span());
+            }
+            let category = *t.category.get_ref();
+            if category.modifies() {
+                if t.direction.is_none() {
+                    self.report(
+                        file,
+                        trigger.span(),
+                        Code::MissingField,
+                        format!("{} trigger '{text}' has no `direction`", category.as_str()),
+                        "add direction = \"forward\", \"backward\" or \"bidirectional\"".into(),
+                    );
+                }
+                match &t.probability {
+                    Some(probability) => self.trigger_probability(text, category, probability),
+                    None => self.report(
+                        file,
+                        trigger.span(),
+                        Code::MissingField,
+                        format!("{} trigger '{text}' has no `probability`", category.as_str()),
+                        "add the probability of modifiers.toml it gives, e.g. probability = \"negative\"".into(),
+                    ),
+                }
+            } else {
+                let extra = [
+                    ("direction", t.direction.as_ref().map(Spanned::span)),
+                    ("probability", t.probability.as_ref().map(Spanned::span)),
+                ];
+                for (field, span) in extra {
+                    if let Some(span) = span {
+                        self.report(
+                            file,
+                            span,
+                            Code::InvalidValue,
+                            format!("{} trigger '{text}' takes no `{field}`", category.as_str()),
+                            format!(
+                                "remove `{field}`: {} triggers modify no finding",
+                                category.as_str()
+                            ),
+                        );
+                    }
+                }
+            }
+            if let Some(change) = &t.change {
+                let names = defs
+                    .changes
+                    .changes
+                    .iter()
+                    .map(|c| c.get_ref().name.get_ref().as_str());
+                if category == TriggerCategory::Terminate {
+                    self.report(
+                        file,
+                        change.span(),
+                        Code::InvalidValue,
+                        format!("terminate trigger '{text}' takes no `change`"),
+                        "remove `change`, or make the trigger pseudo".into(),
+                    );
+                } else if !names.clone().any(|n| n == change.get_ref()) {
+                    let hint = match closest(change.get_ref(), names) {
+                        Some(best) => format!("did you mean '{best}'?"),
+                        None => format!("use a change name of {}", FileKind::Changes.path()),
+                    };
+                    self.report(
+                        file,
+                        change.span(),
+                        Code::UnknownReference,
+                        format!(
+                            "trigger '{text}' names unknown change '{}'",
+                            change.get_ref()
+                        ),
+                        hint,
+                    );
+                }
+            }
+        }
+    }
+
+    /// A trigger's probability exists and fits its category (negated: positiveness neg;
+    /// uncertain: pos, likely or uncertain; hypothetical: a recommendation).
+    fn trigger_probability(&mut self, text: &str, category: TriggerCategory, probability: &Name) {
+        let defs = self.defs;
+        let file = FileKind::Context;
+        let Some(found) = defs
+            .modifiers
+            .probabilities
+            .iter()
+            .map(Spanned::get_ref)
+            .find(|p| p.name.get_ref() == probability.get_ref())
+        else {
+            let names = defs
+                .modifiers
+                .probabilities
+                .iter()
+                .map(|p| p.get_ref().name.get_ref().as_str());
+            let hint = match closest(probability.get_ref(), names.clone()) {
+                Some(best) => format!("did you mean '{best}'?"),
+                None => format!("use one of {}", names.collect::<Vec<_>>().join(", ")),
+            };
+            self.report(
+                file,
+                probability.span(),
+                Code::UnknownReference,
+                format!(
+                    "trigger '{text}' names unknown probability '{}'",
+                    probability.get_ref()
+                ),
+                hint,
+            );
+            return;
+        };
+        let positiveness = *found.positiveness.get_ref();
+        let certainty = *found.certainty.get_ref();
+        let fits = match category {
+            TriggerCategory::Negated => positiveness == Positiveness::Neg,
+            TriggerCategory::Uncertain => {
+                positiveness == Positiveness::Pos
+                    && matches!(certainty, Certainty::Likely | Certainty::Uncertain)
+            }
+            TriggerCategory::Hypothetical => certainty == Certainty::Recommendation,
+            TriggerCategory::Pseudo | TriggerCategory::Terminate => true,
+        };
+        if !fits {
+            self.report(
+                file,
+                probability.span(),
+                Code::InvalidValue,
+                format!(
+                    "{} trigger '{text}' gives probability '{}' ({} {})",
+                    category.as_str(),
+                    probability.get_ref(),
+                    positiveness.as_str(),
+                    certainty.as_str()
+                ),
+                match category {
+                    TriggerCategory::Negated => "a negated trigger gives a probability with positiveness neg".into(),
+                    TriggerCategory::Uncertain => "an uncertain trigger gives a positive probability of certainty likely or uncertain".into(),
+                    _ => "a hypothetical trigger gives a probability of certainty recommendation".into(),
+                },
+            );
+        }
     }
 
     fn report_cycles(

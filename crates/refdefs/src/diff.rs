@@ -1,5 +1,7 @@
-//! Entry-level differences between two sets of definitions, by kind and name, from content hashes.
+//! Entry-level differences between two sets of definitions, by kind and name (and the ConText
+//! triggers by text), from content hashes.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::hash::{EntryKind, Hashes};
@@ -24,17 +26,37 @@ impl KindDiff {
     }
 }
 
-/// Differences for every entry kind (kinds without changes included, empty).
+/// Added, removed and changed ConText triggers (context.toml), by text, each list sorted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TriggerDiff {
+    /// Texts only in the new definitions.
+    pub added: Vec<String>,
+    /// Texts only in the old definitions.
+    pub removed: Vec<String>,
+    /// Texts in both whose content hash differs.
+    pub changed: Vec<String>,
+}
+
+impl TriggerDiff {
+    /// Whether no trigger changed.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+}
+
+/// Differences for every entry kind (kinds without changes included, empty) and the triggers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefdefsDiff {
     /// One entry per [`EntryKind`], in [`EntryKind::ALL`] order.
     pub kinds: Vec<KindDiff>,
+    /// The ConText triggers.
+    pub triggers: TriggerDiff,
 }
 
 impl RefdefsDiff {
-    /// Whether the two definition sets have identical entries.
+    /// Whether the two definition sets have identical entries and triggers.
     pub fn is_empty(&self) -> bool {
-        self.kinds.iter().all(KindDiff::is_empty)
+        self.kinds.iter().all(KindDiff::is_empty) && self.triggers.is_empty()
     }
 
     /// The differences of one kind.
@@ -77,8 +99,44 @@ impl fmt::Display for RefdefsDiff {
                 }
             }
         }
+        let t = &self.triggers;
+        if !t.is_empty() {
+            writeln!(
+                f,
+                "triggers: {} added, {} removed, {} changed",
+                t.added.len(),
+                t.removed.len(),
+                t.changed.len()
+            )?;
+            for (mark, texts) in [("+", &t.added), ("-", &t.removed), ("~", &t.changed)] {
+                for text in texts {
+                    writeln!(f, "  {mark} {text}")?;
+                }
+            }
+        }
         Ok(())
     }
+}
+
+/// `(added, removed, changed)` names between two name → hash maps.
+fn compare(
+    old: &BTreeMap<String, String>,
+    new: &BTreeMap<String, String>,
+) -> (Vec<String>, Vec<String>, Vec<String>) {
+    (
+        new.keys()
+            .filter(|n| !old.contains_key(*n))
+            .cloned()
+            .collect(),
+        old.keys()
+            .filter(|n| !new.contains_key(*n))
+            .cloned()
+            .collect(),
+        new.iter()
+            .filter(|(n, h)| old.get(*n).is_some_and(|o| o != *h))
+            .map(|(n, _)| n.clone())
+            .collect(),
+    )
 }
 
 pub(crate) fn diff(old: &Hashes, new: &Hashes) -> RefdefsDiff {
@@ -86,27 +144,25 @@ pub(crate) fn diff(old: &Hashes, new: &Hashes) -> RefdefsDiff {
     let kinds = EntryKind::ALL
         .into_iter()
         .map(|kind| {
-            let old = old.entries.get(&kind).unwrap_or(&empty);
-            let new = new.entries.get(&kind).unwrap_or(&empty);
+            let (added, removed, changed) = compare(
+                old.entries.get(&kind).unwrap_or(&empty),
+                new.entries.get(&kind).unwrap_or(&empty),
+            );
             KindDiff {
                 kind,
-                added: new
-                    .keys()
-                    .filter(|n| !old.contains_key(*n))
-                    .cloned()
-                    .collect(),
-                removed: old
-                    .keys()
-                    .filter(|n| !new.contains_key(*n))
-                    .cloned()
-                    .collect(),
-                changed: new
-                    .iter()
-                    .filter(|(n, h)| old.get(*n).is_some_and(|o| o != *h))
-                    .map(|(n, _)| n.clone())
-                    .collect(),
+                added,
+                removed,
+                changed,
             }
         })
         .collect();
-    RefdefsDiff { kinds }
+    let (added, removed, changed) = compare(&old.triggers, &new.triggers);
+    RefdefsDiff {
+        kinds,
+        triggers: TriggerDiff {
+            added,
+            removed,
+            changed,
+        },
+    }
 }

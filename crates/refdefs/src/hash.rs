@@ -4,6 +4,7 @@
 //! reordering keys or adding `synonyms = []` leaves hashes unchanged, while any change of a
 //! value changes the entry's hash. A file hash covers the file's header (version and, for
 //! findings, the category lists) and its sorted entry hashes; the fingerprint covers all files.
+//! ConText triggers are hashed like entries, by their text, into the hash of `context.toml`.
 
 use std::collections::BTreeMap;
 
@@ -13,7 +14,8 @@ use sha2::{Digest, Sha256};
 
 use crate::load::FileKind;
 use crate::model::{
-    ChangesFile, CxasFile, FindingsFile, ImagenomeFile, ModifiersFile, RegionsFile, Spanned,
+    ChangesFile, ContextFile, CxasFile, FindingsFile, ImagenomeFile, ModifiersFile, RegionsFile,
+    Spanned,
 };
 
 /// The kinds of entries, each living in one file.
@@ -77,6 +79,7 @@ impl EntryKind {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Hashes {
     pub(crate) entries: BTreeMap<EntryKind, BTreeMap<String, String>>,
+    pub(crate) triggers: BTreeMap<String, String>,
     pub(crate) files: BTreeMap<FileKind, String>,
     pub(crate) fingerprint: String,
 }
@@ -161,6 +164,7 @@ pub(crate) struct HashInput<'a> {
     pub(crate) changes: &'a ChangesFile,
     pub(crate) cxas: &'a CxasFile,
     pub(crate) imagenome: &'a ImagenomeFile,
+    pub(crate) context: &'a ContextFile,
 }
 
 impl HashInput<'_> {
@@ -195,6 +199,8 @@ impl HashInput<'_> {
             hash_entries(&self.imagenome.boxes, |b| b.name.get_ref())?,
         );
 
+        let triggers = hash_entries(&self.context.triggers, |t| t.text.get_ref())?;
+
         let headers = [
             (
                 FileKind::Regions,
@@ -224,14 +230,21 @@ impl HashInput<'_> {
                 FileKind::ImagenomeBoxes,
                 serde_json::json!({ "version": self.imagenome.version }),
             ),
+            (
+                FileKind::Context,
+                serde_json::json!({ "version": self.context.version }),
+            ),
         ];
         let mut files = BTreeMap::new();
         for (file, header) in headers {
-            let of_file: Vec<&BTreeMap<String, String>> = EntryKind::ALL
+            let mut of_file: Vec<&BTreeMap<String, String>> = EntryKind::ALL
                 .iter()
                 .filter(|k| k.file() == file)
                 .filter_map(|k| entries.get(k))
                 .collect();
+            if file == FileKind::Context {
+                of_file.push(&triggers);
+            }
             files.insert(file, file_hash(&header, &of_file));
         }
         let fingerprint = sha256_hex(
@@ -244,6 +257,7 @@ impl HashInput<'_> {
         );
         Ok(Hashes {
             entries,
+            triggers,
             files,
             fingerprint,
         })

@@ -1,5 +1,6 @@
 //! Reference definitions of cxrlake: the versioned, validated vocabularies of regions, findings,
-//! modifiers, probabilities and changes that every extracted tag is mapped onto.
+//! modifiers, probabilities and changes that every extracted tag is mapped onto, and the ConText
+//! triggers (negation, uncertainty, pseudo, terminate) the rules extractor reads reports with.
 //!
 //! ```text
 //!  refdefs/*.toml ──read──▶ Sources ──parse──▶ typed files ──check──▶ RefDefs
@@ -29,18 +30,20 @@ use std::path::Path;
 use std::sync::LazyLock;
 
 pub use check::{Code, Diagnostic, check, check_sources};
-pub use diff::{KindDiff, RefdefsDiff};
+pub use diff::{KindDiff, RefdefsDiff, TriggerDiff};
 pub use error::{Error, Result};
 pub use hash::EntryKind;
 pub use load::{FileKind, SourceFile, Sources};
 pub use model::{
-    Certainty, Change, ChangeKind, CxasClass, Finding, ImagenomeBox, Laterality, Localization,
-    Modifier, ModifierType, Operand, Positiveness, Probability, Recipe, RecipeKind, Region, Space,
+    Certainty, Change, ChangeKind, CxasClass, Direction, Finding, ImagenomeBox, Laterality,
+    Localization, Modifier, ModifierType, Operand, Positiveness, Probability, Recipe, RecipeKind,
+    Region, Space, Trigger, TriggerCategory,
 };
 pub use stats::Stats;
 
 use model::{
-    ChangesFile, CxasFile, FindingsFile, ImagenomeFile, ModifiersFile, RegionsFile, Spanned,
+    ChangesFile, ContextFile, CxasFile, FindingsFile, ImagenomeFile, ModifiersFile, RegionsFile,
+    Spanned,
 };
 
 /// A complete, validated set of reference definitions with their content hashes.
@@ -52,6 +55,7 @@ pub struct RefDefs {
     changes: ChangesFile,
     cxas: CxasFile,
     imagenome: ImagenomeFile,
+    context: ContextFile,
     sources: Sources,
     hashes: hash::Hashes,
 }
@@ -130,6 +134,16 @@ impl RefDefs {
         self.imagenome.boxes.iter().map(Spanned::get_ref)
     }
 
+    /// ConText triggers of the rules extractor, in file order.
+    pub fn triggers(&self) -> impl Iterator<Item = &Trigger> {
+        self.context.triggers.iter().map(Spanned::get_ref)
+    }
+
+    /// Content hashes of the ConText triggers, by text.
+    pub fn trigger_hashes(&self) -> &BTreeMap<String, String> {
+        &self.hashes.triggers
+    }
+
     /// The texts the definitions were parsed from.
     pub fn sources(&self) -> &Sources {
         &self.sources
@@ -190,6 +204,7 @@ impl RefDefs {
             FileKind::Changes => self.changes.version.get_ref(),
             FileKind::CxasClasses => self.cxas.version.get_ref(),
             FileKind::ImagenomeBoxes => self.imagenome.version.get_ref(),
+            FileKind::Context => self.context.version.get_ref(),
         }
     }
 

@@ -6,7 +6,7 @@ use serde::de::DeserializeOwned;
 
 use crate::check::{Code, Diagnostic};
 
-/// The six definition files of a refdefs directory.
+/// The definition files of a refdefs directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FileKind {
     /// `regions.toml`.
@@ -21,17 +21,21 @@ pub enum FileKind {
     CxasClasses,
     /// `sources/imagenome_boxes.toml`.
     ImagenomeBoxes,
+    /// `context.toml`: the ConText triggers of the rules extractor (optional in a directory:
+    /// the built-in file stands in for a missing one).
+    Context,
 }
 
 impl FileKind {
     /// All files, in load order.
-    pub const ALL: [FileKind; 6] = [
+    pub const ALL: [FileKind; 7] = [
         Self::Regions,
         Self::Findings,
         Self::Modifiers,
         Self::Changes,
         Self::CxasClasses,
         Self::ImagenomeBoxes,
+        Self::Context,
     ];
 
     /// Path relative to the refdefs directory.
@@ -43,7 +47,14 @@ impl FileKind {
             Self::Changes => "changes.toml",
             Self::CxasClasses => "sources/cxas_classes.toml",
             Self::ImagenomeBoxes => "sources/imagenome_boxes.toml",
+            Self::Context => "context.toml",
         }
+    }
+
+    /// Whether a directory may leave the file out (the built-in one is used then). Definition
+    /// directories written before the file existed stay valid.
+    pub fn optional(self) -> bool {
+        self == Self::Context
     }
 
     fn embedded_text(self) -> &'static str {
@@ -54,6 +65,7 @@ impl FileKind {
             Self::Changes => include_str!("../../../refdefs/changes.toml"),
             Self::CxasClasses => include_str!("../../../refdefs/sources/cxas_classes.toml"),
             Self::ImagenomeBoxes => include_str!("../../../refdefs/sources/imagenome_boxes.toml"),
+            Self::Context => include_str!("../../../refdefs/context.toml"),
         }
     }
 }
@@ -70,6 +82,15 @@ pub struct SourceFile {
 }
 
 impl SourceFile {
+    /// The file as built into this crate.
+    fn embedded(kind: FileKind) -> SourceFile {
+        SourceFile {
+            kind,
+            display: format!("<embedded>/{}", kind.path()),
+            text: kind.embedded_text().to_string(),
+        }
+    }
+
     /// 1-based line of a byte offset.
     pub fn line_of(&self, offset: usize) -> usize {
         let end = offset.min(self.text.len());
@@ -80,20 +101,25 @@ impl SourceFile {
     }
 }
 
-/// The texts of all six definition files.
+/// The texts of all definition files.
 #[derive(Debug, Clone)]
 pub struct Sources {
     files: Vec<SourceFile>,
 }
 
 impl Sources {
-    /// Reads the six files under `dir`; each unreadable file becomes an `io` diagnostic.
+    /// Reads the files under `dir`; each unreadable file becomes an `io` diagnostic, except an
+    /// absent optional file, for which the built-in one is used.
     pub fn read_dir(dir: &Path) -> Result<Sources, Vec<Diagnostic>> {
         let mut files = Vec::with_capacity(FileKind::ALL.len());
         let mut problems = Vec::new();
         for kind in FileKind::ALL {
             let path = dir.join(kind.path());
             let display = path.display().to_string();
+            if kind.optional() && !path.exists() {
+                files.push(SourceFile::embedded(kind));
+                continue;
+            }
             match std::fs::read_to_string(&path) {
                 Ok(text) => files.push(SourceFile {
                     kind,
@@ -107,7 +133,12 @@ impl Sources {
                     message: format!("cannot read file: {err}"),
                     hint: format!(
                         "a refdefs directory holds {}",
-                        FileKind::ALL.map(FileKind::path).join(", ")
+                        FileKind::ALL
+                            .iter()
+                            .filter(|k| !k.optional())
+                            .map(|k| k.path())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 }),
             }
@@ -123,17 +154,14 @@ impl Sources {
     pub fn embedded() -> Sources {
         let files = FileKind::ALL
             .into_iter()
-            .map(|kind| SourceFile {
-                kind,
-                display: format!("<embedded>/{}", kind.path()),
-                text: kind.embedded_text().to_string(),
-            })
+            .map(SourceFile::embedded)
             .collect();
         Sources { files }
     }
 
     /// Sources from `(file path, text)` pairs as [`Sources::texts`] lists them (e.g. a copy
-    /// stored in the lake); `None` unless every file is there.
+    /// stored in the lake); `None` unless every file is there (an optional file left out is
+    /// the built-in one).
     pub fn from_texts(texts: &[(String, String)]) -> Option<Sources> {
         let files = FileKind::ALL
             .into_iter()
@@ -146,6 +174,7 @@ impl Sources {
                         display: format!("<lake>/{path}"),
                         text: text.clone(),
                     })
+                    .or_else(|| kind.optional().then(|| SourceFile::embedded(kind)))
             })
             .collect::<Option<Vec<_>>>()?;
         Some(Sources { files })

@@ -717,3 +717,104 @@ pub struct ImagenomeFile {
     #[serde(default, rename = "box")]
     pub boxes: Vec<Spanned<ImagenomeBox>>,
 }
+
+/// What a ConText trigger does (`category` in context.toml).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TriggerCategory {
+    /// Negates the findings in its scope ("no", "free of", "are absent").
+    Negated,
+    /// Makes the findings in its scope uncertain ("may represent", "cannot be excluded").
+    Uncertain,
+    /// Puts the findings in its scope in a recommendation ("recommend", "follow-up").
+    Hypothetical,
+    /// Looks like a trigger but is none ("no change", "not only"): masks the shorter trigger.
+    Pseudo,
+    /// Ends every scope ("but", "however", "which").
+    Terminate,
+}
+
+impl TriggerCategory {
+    /// All values, in the order they are documented.
+    pub const ALL: [TriggerCategory; 5] = [
+        Self::Negated,
+        Self::Uncertain,
+        Self::Hypothetical,
+        Self::Pseudo,
+        Self::Terminate,
+    ];
+
+    /// The snake-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Negated => "negated",
+            Self::Uncertain => "uncertain",
+            Self::Hypothetical => "hypothetical",
+            Self::Pseudo => "pseudo",
+            Self::Terminate => "terminate",
+        }
+    }
+
+    /// Whether triggers of this category modify findings (and so need a direction and a
+    /// probability).
+    pub fn modifies(self) -> bool {
+        matches!(self, Self::Negated | Self::Uncertain | Self::Hypothetical)
+    }
+}
+
+/// Which way a trigger's scope reaches (`direction` in context.toml).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// The findings after the trigger ("no effusion").
+    Forward,
+    /// The findings before it ("effusion is absent").
+    Backward,
+    /// Forward when a finding follows in its scope, else backward ("effusion, likely").
+    Bidirectional,
+}
+
+impl Direction {
+    /// All values, in the order they are documented.
+    pub const ALL: [Direction; 3] = [Self::Forward, Self::Backward, Self::Bidirectional];
+
+    /// The snake-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Forward => "forward",
+            Self::Backward => "backward",
+            Self::Bidirectional => "bidirectional",
+        }
+    }
+}
+
+/// One ConText trigger (`[[trigger]]` in context.toml).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Trigger {
+    /// The words, lower case with single spaces, e.g. "no evidence of".
+    pub text: Name,
+    /// What it does.
+    pub category: Spanned<TriggerCategory>,
+    /// Where its scope reaches (negated, uncertain and hypothetical triggers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub direction: Option<Spanned<Direction>>,
+    /// The probability (modifiers.toml) it gives the findings in its scope (negated, uncertain
+    /// and hypothetical triggers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probability: Option<Name>,
+    /// A change (changes.toml) it states as well, e.g. "resolved" for "has resolved".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<Name>,
+}
+
+/// context.toml.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContextFile {
+    /// Curator-maintained version string.
+    pub version: Name,
+    /// The triggers, in file order.
+    #[serde(default, rename = "trigger")]
+    pub triggers: Vec<Spanned<Trigger>>,
+}

@@ -1,17 +1,17 @@
 //! The compiled vocabulary: finding, region, modifier and change terms from the reference
-//! definitions plus the negation, uncertainty and scope cues, in one Aho-Corasick automaton.
+//! definitions plus the ConText triggers of `context.toml`, in one Aho-Corasick automaton.
 //!
 //! ```text
-//!  RefDefs synonyms ─┐
-//!  normal phrases ───┼─► patterns (lower case, deduplicated by priority) ─► automaton
-//!  side words, cues ─┘
-//!  text ─► overlapping matches ─► word-boundary filter ─► leftmost-longest ─► mentions
+//!  RefDefs synonyms ───┐
+//!  statement templates ┼─► patterns (lower case, deduplicated by priority) ─► automaton
+//!  side words, triggers┘
+//!  text ─► overlapping matches ─► word-boundary filter ─► longest first ─► mentions
 //! ```
 
 use std::collections::{HashMap, HashSet};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
-use cxrlake_refdefs::{ChangeKind, Laterality, RefDefs};
+use cxrlake_refdefs::{ChangeKind, Direction, Laterality, RefDefs, TriggerCategory};
 
 /// Findings that state normality; a positive mention of one answers an indication negatively.
 const NORMAL_FINDINGS: &[&str] = &[
@@ -21,10 +21,11 @@ const NORMAL_FINDINGS: &[&str] = &[
     "clear lungs",
 ];
 
-/// Normal and abnormal statements that are not contiguous refdefs synonyms: (phrase, finding).
-const STATEMENT_PHRASES: &[(&str, &str)] = &[
+/// Normal and abnormal statements that are not contiguous refdefs synonyms, as templates:
+/// `{a|b}` picks one alternative, an empty alternative (`{|mildly }`) makes words optional.
+const STATEMENT_TEMPLATES: &[(&str, &str)] = &[
     (
-        "no acute intrathoracic process",
+        "no acute {cardiopulmonary|intrathoracic} {process|abnormality|abnormalities|disease|findings}",
         "no acute cardiopulmonary process",
     ),
     (
@@ -32,79 +33,90 @@ const STATEMENT_PHRASES: &[(&str, &str)] = &[
         "no acute cardiopulmonary process",
     ),
     (
-        "no acute cardiopulmonary abnormalities",
+        "no {|radiographic }evidence of acute {|cardiopulmonary |intrathoracic }{disease|process|abnormality}",
         "no acute cardiopulmonary process",
     ),
     (
-        "no acute intrathoracic abnormality",
+        "{normal chest radiograph|normal chest x-ray}",
         "no acute cardiopulmonary process",
     ),
     (
-        "normal chest radiograph",
-        "no acute cardiopulmonary process",
-    ),
-    ("normal chest x-ray", "no acute cardiopulmonary process"),
-    (
-        "no radiographic evidence of acute cardiopulmonary disease",
+        "chest {radiograph|x-ray} is {normal|within normal limits|unremarkable}",
         "no acute cardiopulmonary process",
     ),
     ("lungs are well expanded and clear", "clear lungs"),
-    ("lungs are clear", "clear lungs"),
-    ("lungs are grossly clear", "clear lungs"),
-    ("lungs remain clear", "clear lungs"),
-    ("clear lungs", "clear lungs"),
-    ("heart size is normal", "normal heart size"),
-    ("heart size is within normal limits", "normal heart size"),
-    ("heart is normal in size", "normal heart size"),
-    ("heart size is top normal", "normal heart size"),
-    ("normal cardiac silhouette", "normal heart size"),
     (
-        "cardiac silhouette is within normal limits",
+        "lungs {are|remain} {|grossly |otherwise }clear",
+        "clear lungs",
+    ),
+    ("clear lungs", "clear lungs"),
+    (
+        "{heart size|heart|cardiac silhouette|cardiac size} {is|remains|appears} {normal|within normal limits|normal in size|not enlarged|top normal|top-normal|at the upper limits of normal}",
         "normal heart size",
     ),
-    ("cardiac silhouette is normal", "normal heart size"),
+    ("normal cardiac silhouette", "normal heart size"),
     (
-        "cardiomediastinal silhouette is within normal limits",
+        "{cardiomediastinal silhouette|cardiomediastinal contour|cardiomediastinal contours|mediastinal contours|mediastinal silhouette|cardiomediastinal and hilar contours|mediastinal and hilar contours|cardiac and mediastinal contours} {is|are|remains|remain|appears|appear} {normal|within normal limits|unremarkable|not widened}",
         "normal cardiomediastinal silhouette",
     ),
     (
-        "cardiomediastinal silhouette is normal",
+        "{mediastinum|superior mediastinum} is not widened",
         "normal cardiomediastinal silhouette",
     ),
     (
-        "cardiomediastinal contours are normal",
+        "normal cardiomediastinal {silhouette|contours}",
         "normal cardiomediastinal silhouette",
     ),
     (
-        "cardiomediastinal contours are within normal limits",
-        "normal cardiomediastinal silhouette",
+        "{heart|heart size|cardiac silhouette} {is|remains|appears|is again|has} {|mildly |moderately |severely |markedly |slightly |massively }enlarged",
+        "cardiomegaly",
     ),
     (
-        "normal cardiomediastinal contours",
-        "normal cardiomediastinal silhouette",
+        "{mildly |moderately |severely |markedly |}enlarged heart",
+        "cardiomegaly",
     ),
-    (
-        "normal cardiomediastinal silhouette",
-        "normal cardiomediastinal silhouette",
-    ),
-    ("heart is enlarged", "cardiomegaly"),
-    ("heart is mildly enlarged", "cardiomegaly"),
-    ("heart is moderately enlarged", "cardiomegaly"),
-    ("heart is severely enlarged", "cardiomegaly"),
-    ("heart is markedly enlarged", "cardiomegaly"),
-    ("heart is slightly enlarged", "cardiomegaly"),
-    ("heart size is enlarged", "cardiomegaly"),
-    ("heart size is mildly enlarged", "cardiomegaly"),
-    ("heart size is moderately enlarged", "cardiomegaly"),
-    ("heart size is severely enlarged", "cardiomegaly"),
-    ("cardiac silhouette is enlarged", "cardiomegaly"),
-    ("cardiac silhouette is mildly enlarged", "cardiomegaly"),
-    ("cardiac silhouette is moderately enlarged", "cardiomegaly"),
     ("enlarged cardiac silhouette", "cardiomegaly"),
-    ("mildly enlarged heart", "cardiomegaly"),
-    ("moderately enlarged heart", "cardiomegaly"),
-    ("severely enlarged heart", "cardiomegaly"),
+    (
+        "{cardiomediastinal silhouette|cardiomediastinal contours} {is|are|remains|appears} {|mildly |moderately |slightly }{enlarged|widened|prominent}",
+        "enlarged cardiomediastinum",
+    ),
+    (
+        "{mediastinal contours are|mediastinal contours appear|mediastinum is|mediastinum appears} {|mildly |slightly }prominent",
+        "enlarged cardiomediastinum",
+    ),
+    (
+        "{mediastinum|superior mediastinum|upper mediastinum|mediastinal contours} {is|are|remains|appears} {|mildly |moderately |slightly }widened",
+        "mediastinal widening",
+    ),
+    (
+        "lungs {are|remain|appear} {hyperinflated|hyperexpanded|overinflated}",
+        "hyperinflation",
+    ),
+    ("aorta is {|mildly |markedly }tortuous", "aortic tortuosity"),
+    (
+        "hemidiaphragm is {|mildly |moderately |markedly }elevated",
+        "elevated hemidiaphragm",
+    ),
 ];
+
+/// The phrases of a statement template (see [`STATEMENT_TEMPLATES`]).
+fn expand(template: &str) -> Vec<String> {
+    let Some(open) = template.find('{') else {
+        return vec![template.to_owned()];
+    };
+    let close = template[open..]
+        .find('}')
+        .map_or(template.len(), |c| open + c);
+    let (head, tail) = (&template[..open], template.get(close + 1..).unwrap_or(""));
+    template[open + 1..close]
+        .split('|')
+        .flat_map(|choice| {
+            expand(tail)
+                .into_iter()
+                .map(move |rest| format!("{head}{choice}{rest}"))
+        })
+        .collect()
+}
 
 /// Synonyms of other vocabularies that mislead more often than they help in free text.
 const AMBIGUOUS_SYNONYMS: &[&str] = &[
@@ -169,132 +181,6 @@ const SIDE_WORDS: &[(&str, Laterality, &str, &str)] = &[
     ("retrocardiac", Laterality::Left, "", ""),
 ];
 
-/// What a cue does to the findings in its scope.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum CueScope {
-    /// Applies to the findings after it, up to the end of the clause.
-    Forward,
-    /// Applies to the findings before it, back to the start of the clause.
-    Backward,
-    /// Ends every scope: the clause ends here.
-    Terminator,
-}
-
-/// Negation, uncertainty and scope cues: (phrase, probability name, scope).
-const CUES: &[(&str, &str, CueScope)] = &[
-    ("no", "negative", CueScope::Forward),
-    ("not", "negative", CueScope::Forward),
-    ("without", "negative", CueScope::Forward),
-    ("no evidence of", "negative", CueScope::Forward),
-    ("no evidence for", "negative", CueScope::Forward),
-    ("no radiographic evidence of", "negative", CueScope::Forward),
-    ("no signs of", "negative", CueScope::Forward),
-    ("no new", "negative", CueScope::Forward),
-    ("no definite", "negative", CueScope::Forward),
-    ("no convincing", "negative", CueScope::Forward),
-    ("no focal", "negative", CueScope::Forward),
-    ("no large", "negative", CueScope::Forward),
-    ("no significant", "negative", CueScope::Forward),
-    ("free of", "negative", CueScope::Forward),
-    ("clear of", "negative", CueScope::Forward),
-    ("negative for", "negative", CueScope::Forward),
-    ("absence of", "negative", CueScope::Forward),
-    ("resolution of", "negative", CueScope::Forward),
-    ("neither", "negative", CueScope::Forward),
-    ("nor", "negative", CueScope::Forward),
-    ("absent", "negative", CueScope::Backward),
-    ("is absent", "negative", CueScope::Backward),
-    ("are absent", "negative", CueScope::Backward),
-    ("not seen", "negative", CueScope::Backward),
-    ("is not seen", "negative", CueScope::Backward),
-    ("are not seen", "negative", CueScope::Backward),
-    ("not identified", "negative", CueScope::Backward),
-    ("is not identified", "negative", CueScope::Backward),
-    ("are not identified", "negative", CueScope::Backward),
-    ("is not present", "negative", CueScope::Backward),
-    ("not present", "negative", CueScope::Backward),
-    ("not visualized", "negative", CueScope::Backward),
-    ("not appreciated", "negative", CueScope::Backward),
-    ("is resolved", "negative", CueScope::Backward),
-    ("has resolved", "negative", CueScope::Backward),
-    ("have resolved", "negative", CueScope::Backward),
-    ("are resolved", "negative", CueScope::Backward),
-    ("ruled out", "negative", CueScope::Backward),
-    ("has been ruled out", "negative", CueScope::Backward),
-    ("is excluded", "negative", CueScope::Backward),
-    ("may", "possible", CueScope::Forward),
-    ("might", "possible", CueScope::Forward),
-    ("could", "possible", CueScope::Forward),
-    ("possible", "possible", CueScope::Forward),
-    ("possibly", "possible", CueScope::Forward),
-    ("may represent", "possible", CueScope::Forward),
-    ("could represent", "possible", CueScope::Forward),
-    ("could reflect", "possible", CueScope::Forward),
-    ("may reflect", "possible", CueScope::Forward),
-    ("questionable", "possible", CueScope::Forward),
-    ("question of", "possible", CueScope::Forward),
-    ("concerning for", "possible", CueScope::Forward),
-    ("worrisome for", "possible", CueScope::Forward),
-    ("cannot exclude", "possible", CueScope::Forward),
-    ("can not exclude", "possible", CueScope::Forward),
-    ("differential includes", "possible", CueScope::Forward),
-    ("versus", "possible", CueScope::Forward),
-    ("vs", "possible", CueScope::Forward),
-    ("equivocal", "possible", CueScope::Forward),
-    ("suspected", "possible", CueScope::Forward),
-    ("cannot be excluded", "possible", CueScope::Backward),
-    ("can not be excluded", "possible", CueScope::Backward),
-    ("cannot be ruled out", "possible", CueScope::Backward),
-    ("not excluded", "possible", CueScope::Backward),
-    ("is not excluded", "possible", CueScope::Backward),
-    ("is possible", "possible", CueScope::Backward),
-    ("is suspected", "possible", CueScope::Backward),
-    ("is questionable", "possible", CueScope::Backward),
-    ("likely", "probable", CueScope::Forward),
-    ("most likely", "probable", CueScope::Forward),
-    ("probable", "probable", CueScope::Forward),
-    ("probably", "probable", CueScope::Forward),
-    ("suggestive of", "probable", CueScope::Forward),
-    ("suspicious for", "probable", CueScope::Forward),
-    ("compatible with", "probable", CueScope::Forward),
-    ("presumed", "probable", CueScope::Forward),
-    ("is likely", "probable", CueScope::Backward),
-    ("is probable", "probable", CueScope::Backward),
-    ("are likely", "probable", CueScope::Backward),
-    ("unlikely", "unlikely", CueScope::Backward),
-    ("less likely", "unlikely", CueScope::Forward),
-    ("doubtful", "unlikely", CueScope::Backward),
-    ("is unlikely", "unlikely", CueScope::Backward),
-    ("recommend", "recommendation", CueScope::Forward),
-    ("recommended", "recommendation", CueScope::Forward),
-    ("is recommended", "recommendation", CueScope::Backward),
-    ("suggest", "recommendation", CueScope::Forward),
-    ("advise", "recommendation", CueScope::Forward),
-    ("follow-up", "recommendation", CueScope::Forward),
-    ("further evaluation", "recommendation", CueScope::Forward),
-    ("would be helpful", "recommendation", CueScope::Backward),
-    ("could be obtained", "recommendation", CueScope::Backward),
-    ("but", "", CueScope::Terminator),
-    ("however", "", CueScope::Terminator),
-    ("although", "", CueScope::Terminator),
-    ("though", "", CueScope::Terminator),
-    ("whereas", "", CueScope::Terminator),
-    ("while", "", CueScope::Terminator),
-    ("which", "", CueScope::Terminator),
-    ("with", "", CueScope::Terminator),
-    ("except", "", CueScope::Terminator),
-    ("aside from", "", CueScope::Terminator),
-    ("apart from", "", CueScope::Terminator),
-    ("other than", "", CueScope::Terminator),
-    ("otherwise", "", CueScope::Terminator),
-    ("and there is", "", CueScope::Terminator),
-    ("and there are", "", CueScope::Terminator),
-    ("there is", "", CueScope::Terminator),
-    ("there are", "", CueScope::Terminator),
-    (";", "", CueScope::Terminator),
-    (":", "", CueScope::Terminator),
-];
-
 /// A finding class of the vocabulary.
 #[derive(Debug, Clone)]
 pub(crate) struct FindingEntry {
@@ -304,6 +190,8 @@ pub(crate) struct FindingEntry {
     pub device: bool,
     /// A statement of normality.
     pub normal: bool,
+    /// The lung opacity class, which a size makes a nodule or mass.
+    pub sizable: bool,
     /// A technical class (view, positioning), not an observation of the patient.
     pub technical: bool,
     /// Parents and `indicative_of` targets, by index.
@@ -328,15 +216,17 @@ pub(crate) struct ChangeEntry {
     pub kind: ChangeKind,
 }
 
-/// A negation, uncertainty or scope cue.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Cue {
-    /// The refdefs probability name it implies (empty for terminators).
-    pub probability: &'static str,
-    /// Where it applies.
-    pub scope: CueScope,
-    /// Whether it says the finding resolved ("has resolved", "resolution of").
-    pub resolves: bool,
+/// A ConText trigger (refdefs `context.toml`).
+#[derive(Debug, Clone)]
+pub(crate) struct TriggerEntry {
+    /// What it does.
+    pub category: TriggerCategory,
+    /// Where its scope reaches (modifying triggers).
+    pub direction: Option<Direction>,
+    /// The probability it gives the findings in its scope (modifying triggers).
+    pub probability: Option<String>,
+    /// The change it states, by index into [`Lexicon::changes`].
+    pub change: Option<usize>,
 }
 
 /// What a matched pattern stands for.
@@ -350,8 +240,8 @@ pub(crate) enum Term {
     Modifier,
     /// Index into [`Lexicon::changes`].
     Change(usize),
-    /// Index into [`Lexicon::cues`].
-    Cue(usize),
+    /// Index into [`Lexicon::triggers`].
+    Trigger(usize),
 }
 
 /// One recognized term in a text.
@@ -376,8 +266,8 @@ pub(crate) struct Lexicon {
     pub regions: Vec<RegionEntry>,
     /// Change types.
     pub changes: Vec<ChangeEntry>,
-    /// Cues.
-    pub cues: Vec<Cue>,
+    /// ConText triggers.
+    pub triggers: Vec<TriggerEntry>,
     modifier_words: HashSet<String>,
     side_words: HashMap<&'static str, usize>,
 }
@@ -414,6 +304,7 @@ impl Lexicon {
                 name: f.name.get_ref().clone(),
                 device: f.category.get_ref() == "DEVICE",
                 normal: NORMAL_FINDINGS.contains(&f.name.get_ref().as_str()),
+                sizable: f.name.get_ref() == "lung opacity",
                 technical: f.category.get_ref() == "TECHNICAL",
                 related: Vec::new(),
             })
@@ -436,9 +327,11 @@ impl Lexicon {
         for (entry, related) in findings.iter_mut().zip(related) {
             entry.related = related;
         }
-        for (phrase, finding) in STATEMENT_PHRASES {
+        for (template, finding) in STATEMENT_TEMPLATES {
             if let Some(&index) = finding_index.get(finding) {
-                set.add(phrase, Term::Finding(index));
+                for phrase in expand(template) {
+                    set.add(&phrase, Term::Finding(index));
+                }
             }
         }
         let all_terms: HashSet<String> = defs
@@ -491,23 +384,30 @@ impl Lexicon {
             set.add(word, Term::Region(index));
         }
 
-        let mut cues = Vec::new();
-        for (phrase, probability, scope) in CUES {
-            set.add(phrase, Term::Cue(cues.len()));
-            cues.push(Cue {
-                probability,
-                scope: *scope,
-                resolves: phrase.contains("resol"),
+        let changes: Vec<ChangeEntry> = defs
+            .changes()
+            .map(|change| ChangeEntry {
+                name: change.name.get_ref().clone(),
+                kind: *change.kind.get_ref(),
+            })
+            .collect();
+        let change_index = |name: &str| changes.iter().position(|c| c.name == name);
+
+        let mut triggers = Vec::new();
+        for trigger in defs.triggers() {
+            set.add(trigger.text.get_ref(), Term::Trigger(triggers.len()));
+            triggers.push(TriggerEntry {
+                category: *trigger.category.get_ref(),
+                direction: trigger.direction.as_ref().map(|d| *d.get_ref()),
+                probability: trigger.probability.as_ref().map(|p| p.get_ref().clone()),
+                change: trigger
+                    .change
+                    .as_ref()
+                    .and_then(|c| change_index(c.get_ref())),
             });
         }
 
-        let mut changes = Vec::new();
-        for change in defs.changes() {
-            let index = changes.len();
-            changes.push(ChangeEntry {
-                name: change.name.get_ref().clone(),
-                kind: *change.kind.get_ref(),
-            });
+        for (index, change) in defs.changes().enumerate() {
             set.add(change.name.get_ref(), Term::Change(index));
             for synonym in change.synonyms.iter().filter(|s| !ambiguous(s.get_ref())) {
                 set.add(synonym.get_ref(), Term::Change(index));
@@ -515,7 +415,7 @@ impl Lexicon {
         }
 
         for (phrase, name) in EXTRA_CHANGES {
-            if let Some(index) = changes.iter().position(|c: &ChangeEntry| c.name == *name) {
+            if let Some(index) = change_index(name) {
                 set.add(phrase, Term::Change(index));
             }
         }
@@ -542,14 +442,16 @@ impl Lexicon {
             findings,
             regions,
             changes,
-            cues,
+            triggers,
             modifier_words,
             side_words,
         }
     }
 
-    /// The terms of `text`, leftmost-longest, whole words only (a plural `s`/`es` after a
-    /// finding or region still counts as the word's end).
+    /// The terms of `text` in text order, whole words only (a plural `s`/`es` after a finding
+    /// or region still counts as the word's end). Overlaps go to the longer term, then to a
+    /// finding ("left chest tube": the device, not the region "left chest"), then to the
+    /// earlier one.
     pub fn mentions(&self, text: &str) -> Vec<Mention> {
         let bytes = text.as_bytes();
         let is_word = |i: usize| bytes.get(i).is_some_and(|b| b.is_ascii_alphanumeric());
@@ -576,16 +478,58 @@ impl Lexicon {
             }
             candidates.push(Mention { start, end, term });
         }
-        candidates.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+        // "right ij line": the side and the device, not the region "right ij" and "line".
+        let is_region = |m: &Mention| matches!(m.term, Term::Region(_));
+        let is_finding = |m: &Mention| matches!(m.term, Term::Finding(_));
+        let split_off: Vec<bool> = candidates
+            .iter()
+            .map(|r| {
+                is_region(r)
+                    && candidates.iter().any(|f| {
+                        is_finding(f)
+                            && r.start < f.start
+                            && f.start < r.end
+                            && r.end < f.end
+                            && candidates.iter().any(|side| {
+                                is_region(side)
+                                    && side.start == r.start
+                                    && side.end < f.start
+                                    && text[side.end..f.start]
+                                        .chars()
+                                        .all(|c| c.is_whitespace() || c == '-')
+                            })
+                    })
+            })
+            .collect();
+        let mut candidates: Vec<Mention> = candidates
+            .into_iter()
+            .zip(split_off)
+            .filter(|(_, split)| !split)
+            .map(|(m, _)| m)
+            .collect();
+        let finding_last = |m: &Mention| !is_finding(m);
+        candidates.sort_by(|a, b| {
+            (b.end - b.start)
+                .cmp(&(a.end - a.start))
+                .then(finding_last(a).cmp(&finding_last(b)))
+                .then(a.start.cmp(&b.start))
+        });
         let mut mentions: Vec<Mention> = Vec::with_capacity(candidates.len());
-        let mut covered = 0;
         for candidate in candidates {
-            if candidate.start >= covered {
-                covered = candidate.end;
+            let free = mentions
+                .iter()
+                .all(|m| candidate.end <= m.start || candidate.start >= m.end);
+            if free {
                 mentions.push(candidate);
             }
         }
+        mentions.sort_by_key(|m| m.start);
         mentions
+    }
+
+    /// The index of the finding named `name`.
+    pub fn finding_index(&self, name: &str) -> Option<usize> {
+        self.findings.iter().position(|f| f.name == name)
     }
 
     /// The region index of a side word (`left`, `bibasilar`, …) given in lower case.
@@ -632,6 +576,33 @@ mod tests {
             ]
         );
         assert_eq!(texts(&lexicon, "Normal nodes."), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn templates_expand_every_choice() {
+        assert_eq!(
+            expand("{heart|cardiac silhouette} is {|mildly }enlarged"),
+            [
+                "heart is enlarged",
+                "heart is mildly enlarged",
+                "cardiac silhouette is enlarged",
+                "cardiac silhouette is mildly enlarged",
+            ]
+        );
+        assert_eq!(expand("clear lungs"), ["clear lungs"]);
+    }
+
+    #[test]
+    fn a_side_and_a_device_beat_a_region_that_swallows_the_device() {
+        let lexicon = lexicon();
+        assert_eq!(
+            texts(&lexicon, "Right IJ line and left chest tube."),
+            ["Right", "IJ line", "left", "chest tube"]
+        );
+        assert_eq!(
+            texts(&lexicon, "Left lower lobe collapse."),
+            ["Left lower lobe", "collapse"]
+        );
     }
 
     #[test]

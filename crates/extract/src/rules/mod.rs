@@ -4,10 +4,12 @@
 //!  report ─► sections (banner, WET READ, headers) ─► sentences (split, numbering removed)
 //!         ─► section types (header, else content) ─► merge links (same finding, continuation)
 //!  cluster sentences ─► mentions (one Aho-Corasick automaton over the refdefs vocabulary)
-//!         ─► NegEx-style cue scopes ─► observations with regions, modifiers, changes, children
+//!         ─► ConText trigger scopes (refdefs context.toml) ─► observations with regions,
+//!            modifiers, changes, children
 //!  indication text + findings ─► patient, history, evaluation, associated sentences, answer
 //! ```
 
+mod context;
 mod indication;
 mod lexicon;
 mod observations;
@@ -23,7 +25,7 @@ pub use split::split_sentences;
 
 /// Version of the rules; part of the `extractor` column value and of stage fingerprints. Bump
 /// when output changes.
-pub const RULES_VERSION: &str = "rules-1";
+pub const RULES_VERSION: &str = "rules-2";
 
 /// First words of a sentence that continues the previous one.
 const CONTINUATION_WORDS: &[&str] = &[
@@ -65,7 +67,8 @@ pub struct RulesExtractor {
 }
 
 impl RulesExtractor {
-    /// Compiles the vocabulary (findings, regions, modifiers, changes and cues) of `defs`.
+    /// Compiles the vocabulary (findings, regions, modifiers, changes and ConText triggers) of
+    /// `defs`.
     pub fn new(defs: &RefDefs) -> Self {
         Self {
             lexicon: Lexicon::new(defs),

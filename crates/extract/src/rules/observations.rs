@@ -1,18 +1,21 @@
-//! Observations of FINDINGS and IMPRESSION sentences: NegEx-style cue scopes, attachment of
-//! regions, modifiers and changes to findings, and the listing-4 fields.
+//! Observations of FINDINGS and IMPRESSION sentences: ConText scopes, attachment of regions,
+//! modifiers and changes to findings, and the listing-4 fields.
 //!
 //! ```text
-//!  sentence ─► mentions ─► clauses (cut at terminators: but, however, ;, which, with, …)
-//!     per finding: probability = nearest forward cue before it in its clause
-//!                               | first backward cue after it | positive
+//!  sentence (whitespace collapsed) ─► mentions
+//!     ─► refinements: a de-identified device ("left chest ___ with tip …") becomes a device
+//!        mention; a sized opacity ("1.9 x 1.8 cm round density") a nodule (< 3 cm) or mass
+//!     ─► clauses (cut at terminate triggers: but, however, ;, which, with, …)
+//!     per finding: probability and trigger change = the ConText reading (context.rs)
 //!                  regions, modifiers, changes = mentions next to it in its clause
 //!                  (a clause without findings lends them to the previous finding)
 //!     ─► RawObservation (+ regional-distinction and device-part children)
 //! ```
 
-use cxrlake_refdefs::{ChangeKind, Laterality};
+use cxrlake_refdefs::{ChangeKind, Laterality, TriggerCategory};
 
-use super::lexicon::{Cue, CueScope, Lexicon, Mention, Term};
+use super::context::{Clause, Reading, clauses, is_statement, reading};
+use super::lexicon::{Lexicon, Mention, Term};
 use crate::model::RawObservation;
 
 /// Comparison phrases removed from summary sentences (compared in lower case).
@@ -55,19 +58,37 @@ const DANGLING_WORDS: &[&str] = &[
     "with",
 ];
 
-/// A clause: a byte range of the sentence and the mentions in it.
-struct Clause {
-    start: usize,
-    end: usize,
-    mentions: Vec<Mention>,
-}
-
 /// A finding mention with what was attached to it.
 struct Attached {
     finding: Mention,
     clause: usize,
     others: Vec<Mention>,
 }
+
+/// Words next to a de-identified `___` that say it is a tube, line or catheter.
+const DEVICE_CONTEXT: &[&str] = &[
+    "tip",
+    "tips",
+    "terminates",
+    "terminating",
+    "terminate",
+    "ends",
+    "projects",
+    "projecting",
+    "courses",
+    "coursing",
+    "placement",
+    "withdrawn",
+    "advanced",
+    "position",
+    "catheter",
+    "line",
+    "tube",
+    "leads",
+];
+
+/// Largest size of a lung nodule; a larger sized opacity is a mass (cm).
+const NODULE_MAX_CM: f64 = 3.0;
 
 /// Observations of one cluster of sentences, duplicates (same finding, probability and
 /// compatible regions) merged.
@@ -116,9 +137,19 @@ pub(crate) fn sentence_observations(
     lexicon: &Lexicon,
     sentence: &str,
 ) -> Vec<(usize, RawObservation)> {
-    let mentions = lexicon.mentions(sentence);
+    // A sentence given with its line breaks reads as one line.
+    let collapsed;
+    let sentence = if sentence.contains(['\n', '\r', '\t']) || sentence.contains("  ") {
+        collapsed = sentence.split_whitespace().collect::<Vec<_>>().join(" ");
+        collapsed.as_str()
+    } else {
+        sentence
+    };
+    let mut mentions = lexicon.mentions(sentence);
+    deidentified_device(lexicon, sentence, &mut mentions);
     let clauses = clauses(lexicon, sentence, &mentions);
-    let attached = attach(sentence, &clauses);
+    let sized = sized_opacities(lexicon, sentence, &clauses);
+    let attached = attach(lexicon, sentence, &clauses);
     let findings_per_clause = |c: usize| attached.iter().filter(|a| a.clause == c).count();
     attached
         .iter()
@@ -127,54 +158,189 @@ pub(crate) fn sentence_observations(
                 return None;
             };
             let clause = &clauses[a.clause];
-            let (probability, cue_resolves) = probability(lexicon, sentence, clause, &a.finding);
+            let read = reading(lexicon, sentence, clause, &a.finding);
+            let resized = sized
+                .iter()
+                .find(|(start, _)| *start == a.finding.start)
+                .map(|&(_, f)| f);
             let observation = build(
                 lexicon,
                 sentence,
                 a,
                 clause,
                 findings_per_clause(a.clause) > 1,
-                probability,
-                cue_resolves,
+                read,
+                resized,
             );
-            Some((index, observation))
+            Some((resized.unwrap_or(index), observation))
         })
         .collect()
 }
 
-/// Cuts the sentence into clauses at terminator cues (a leading `there is` stays in the clause).
-fn clauses(lexicon: &Lexicon, sentence: &str, mentions: &[Mention]) -> Vec<Clause> {
-    let mut clauses = Vec::new();
-    let mut start = 0;
-    let mut current = Vec::new();
-    for mention in mentions {
-        let terminator =
-            matches!(mention.term, Term::Cue(i) if lexicon.cues[i].scope == CueScope::Terminator);
-        if !terminator {
-            current.push(*mention);
-            continue;
-        }
-        clauses.push(Clause {
-            start,
-            end: mention.start,
-            mentions: std::mem::take(&mut current),
-        });
-        let matched = sentence[mention.start..mention.end].to_ascii_lowercase();
-        start = match matched.find("there") {
-            Some(offset) => mention.start + offset,
-            None => mention.end,
-        };
+/// Adds a device mention for a de-identified device name: the first `___` (or `___-a-___`, a
+/// port-a-cath) of a sentence that says where a tip is or where a line runs, when no device is
+/// named already ("There is a left chest ___ with tip projecting over the lower SVC").
+fn deidentified_device(lexicon: &Lexicon, sentence: &str, mentions: &mut Vec<Mention>) {
+    let Some(at) = sentence.find("___") else {
+        return;
+    };
+    let named = mentions
+        .iter()
+        .any(|m| matches!(m.term, Term::Finding(f) if lexicon.findings[f].device));
+    let lower = sentence.to_ascii_lowercase();
+    let placed = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| DEVICE_CONTEXT.contains(&w));
+    if named || !placed {
+        return;
     }
-    clauses.push(Clause {
-        start,
-        end: sentence.len(),
-        mentions: current,
-    });
-    clauses
+    let end = at
+        + sentence[at..]
+            .find(|c: char| c != '_')
+            .unwrap_or(sentence.len() - at);
+    let (end, device) = match sentence[end..].strip_prefix("-a-___") {
+        Some(rest) => (sentence.len() - rest.len(), "port-a-cath"),
+        None => (end, "support devices"),
+    };
+    let Some(index) = lexicon.finding_index(device) else {
+        return;
+    };
+    if mentions.iter().any(|m| m.start < end && at < m.end) {
+        return;
+    }
+    let position = mentions.partition_point(|m| m.start < at);
+    mentions.insert(
+        position,
+        Mention {
+            start: at,
+            end,
+            term: Term::Finding(index),
+        },
+    );
+}
+
+/// Opacities with a size in their clause ("a 1.9 x 1.8 cm round area of density", "rounded
+/// density measuring 2 cm"): `(mention start, lung nodule or lung mass)`.
+fn sized_opacities(lexicon: &Lexicon, sentence: &str, clauses: &[Clause]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for clause in clauses {
+        for m in &clause.mentions {
+            let Term::Finding(f) = m.term else { continue };
+            if !lexicon.findings[f].sizable {
+                continue;
+            }
+            let before = size_before(&sentence[clause.start..m.start]);
+            let after = &sentence[m.end..clause.end];
+            let measured = after
+                .trim_start()
+                .to_ascii_lowercase()
+                .starts_with("measuring");
+            let size = before
+                .and_then(|b| sizes_cm(b).last().copied())
+                .or_else(|| measured.then(|| sizes_cm(after).first().copied()).flatten());
+            let Some(size) = size else { continue };
+            let name = if size < NODULE_MAX_CM {
+                "lung nodule"
+            } else {
+                "lung mass"
+            };
+            if let Some(index) = lexicon.finding_index(name) {
+                out.push((m.start, index));
+            }
+        }
+    }
+    out
+}
+
+/// Words between a size and an opacity that make the size another thing's ("4 cm above the
+/// carina and right basilar opacity").
+const SIZE_BREAKS: &[&str] = &[
+    "above", "below", "from", "into", "beyond", "past", "distal", "proximal", "and", "or", "with",
+    "the", "in", "at",
+];
+
+/// The text before an opacity that may size it: from the last size unit on, when no word of
+/// [`SIZE_BREAKS`] follows the unit ("a 1.9 x 1.8 cm round area of").
+fn size_before(text: &str) -> Option<&str> {
+    let lower = text.to_ascii_lowercase();
+    let unit_end = ["cm", "mm"]
+        .iter()
+        .filter_map(|unit| {
+            lower.rmatch_indices(unit).find_map(|(at, _)| {
+                let after = lower[at + unit.len()..].chars().next();
+                let before = lower[..at].chars().next_back();
+                let whole = after.is_none_or(|c| !c.is_ascii_alphanumeric())
+                    && before.is_some_and(|c| c.is_ascii_digit() || c == ' ');
+                whole.then_some(at + unit.len())
+            })
+        })
+        .max()?;
+    let gap = &lower[unit_end..];
+    let broken = gap
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| SIZE_BREAKS.contains(&w));
+    (!broken).then_some(text)
+}
+
+/// The sizes written in `text` ("1.9 x 1.8 cm", "8 mm"), each as its largest dimension in cm,
+/// in text order.
+pub(crate) fn sizes_cm(text: &str) -> Vec<f64> {
+    let lower = text.to_ascii_lowercase();
+    let words = lower
+        .split(|c: char| c.is_whitespace() || c == ',' || c == '(' || c == ')')
+        .map(|w| w.trim_end_matches(['.', ';', ':']))
+        .filter(|w| !w.is_empty());
+    let mut sizes = Vec::new();
+    let mut numbers: Vec<f64> = Vec::new();
+    for word in words {
+        let (number, unit) = match word.find(|c: char| c.is_ascii_alphabetic()) {
+            Some(0) => (None, word),
+            Some(i) => (word[..i].parse::<f64>().ok(), &word[i..]),
+            None => (word.parse::<f64>().ok(), ""),
+        };
+        numbers.extend(number);
+        let per_cm = match unit {
+            "cm" => 1.0,
+            "mm" => 10.0,
+            "x" | "by" => continue,
+            "" if number.is_some() => continue,
+            _ => {
+                numbers.clear();
+                continue;
+            }
+        };
+        if let Some(max) = numbers.iter().copied().reduce(f64::max) {
+            sizes.push(max / per_cm);
+        }
+        numbers.clear();
+    }
+    sizes
+}
+
+/// Whether a mention states a change: a change term or a pseudo trigger with a change ("no
+/// change in …").
+fn states_change(lexicon: &Lexicon, mention: &Mention) -> bool {
+    match mention.term {
+        Term::Change(_) => true,
+        Term::Trigger(i) => {
+            let trigger = &lexicon.triggers[i];
+            trigger.category == TriggerCategory::Pseudo && trigger.change.is_some()
+        }
+        _ => false,
+    }
+}
+
+/// The change index a change mention states (see [`states_change`]).
+fn change_of(lexicon: &Lexicon, mention: &Mention) -> Option<usize> {
+    match mention.term {
+        Term::Change(c) => Some(c),
+        Term::Trigger(i) => lexicon.triggers[i].change,
+        _ => None,
+    }
 }
 
 /// Attaches regions, modifiers and changes to the finding next to them.
-fn attach(sentence: &str, clauses: &[Clause]) -> Vec<Attached> {
+fn attach(lexicon: &Lexicon, sentence: &str, clauses: &[Clause]) -> Vec<Attached> {
     let mut attached: Vec<Attached> = Vec::new();
     for (c, clause) in clauses.iter().enumerate() {
         let first = attached.len();
@@ -189,7 +355,7 @@ fn attach(sentence: &str, clauses: &[Clause]) -> Vec<Attached> {
         }
         let here = first..attached.len();
         for m in &clause.mentions {
-            if !matches!(m.term, Term::Region(_) | Term::Modifier | Term::Change(_)) {
+            if !matches!(m.term, Term::Region(_) | Term::Modifier) && !states_change(lexicon, m) {
                 continue;
             }
             let target = if here.is_empty() {
@@ -224,80 +390,32 @@ fn attach(sentence: &str, clauses: &[Clause]) -> Vec<Attached> {
     attached
 }
 
-/// The probability of a finding in its clause, and whether the cue says it resolved.
-fn probability(
-    lexicon: &Lexicon,
-    sentence: &str,
-    clause: &Clause,
-    finding: &Mention,
-) -> (&'static str, bool) {
-    let negating_statement = Cue {
-        probability: "negative",
-        scope: CueScope::Forward,
-        resolves: false,
-    };
-    // A normal statement starting with "no" ("no acute process or effusion") negates onwards.
-    let cue = |m: &Mention| match m.term {
-        Term::Cue(i) => Some(lexicon.cues[i]),
-        Term::Finding(f)
-            if lexicon.findings[f].normal
-                && sentence[m.start..]
-                    .get(..3)
-                    .is_some_and(|w| w.eq_ignore_ascii_case("no ")) =>
-        {
-            Some(negating_statement)
-        }
-        _ => None,
-    };
-    let forward_before = clause
-        .mentions
-        .iter()
-        .filter(|m| m.end <= finding.start)
-        .filter_map(|m| cue(m).filter(|c| c.scope == CueScope::Forward))
-        .next_back();
-    if let Some(c) = forward_before {
-        return (c.probability, c.resolves);
-    }
-    let after: Vec<&Mention> = clause
-        .mentions
-        .iter()
-        .filter(|m| m.start >= finding.end)
-        .collect();
-    for (i, m) in after.iter().enumerate() {
-        let Some(c) = cue(m) else { continue };
-        let finding_follows = after[i + 1..]
-            .iter()
-            .any(|m| matches!(m.term, Term::Finding(_)));
-        let applies_backward = c.scope == CueScope::Backward
-            || (c.scope == CueScope::Forward && !finding_follows && c.probability != "negative");
-        if applies_backward {
-            return (c.probability, c.resolves);
-        }
-    }
-    ("positive", false)
-}
-
+/// The observation of one attached finding; `resized` replaces the finding by a nodule or mass
+/// (a sized opacity), named by its refdefs name.
 fn build(
     lexicon: &Lexicon,
     sentence: &str,
     attached: &Attached,
     clause: &Clause,
     shared_clause: bool,
-    probability: &'static str,
-    cue_resolves: bool,
+    read: Reading<'_>,
+    resized: Option<usize>,
 ) -> RawObservation {
     let Term::Finding(index) = attached.finding.term else {
         return RawObservation::default();
     };
-    let entry = &lexicon.findings[index];
+    let entry = &lexicon.findings[resized.unwrap_or(index)];
     let text_of = |m: &Mention| sentence[m.start..m.end].to_lowercase();
     let written = text_of(&attached.finding);
-    let is_statement = written.contains(" is ") || written.contains(" are ");
-    let entity = if is_statement {
+    // Statements, de-identified devices and sized opacities are named by their refdefs name;
+    // other findings as written (a name or synonym of the vocabulary).
+    let canonical = is_statement(&written) || written.starts_with("___") || resized.is_some();
+    let entity = if canonical {
         entry.name.clone()
     } else {
         written.clone()
     };
+    let probability = read.probability;
 
     let mut regions: Vec<String> = Vec::new();
     let mut region_entries = Vec::new();
@@ -315,17 +433,17 @@ fn build(
     let mut change = None;
     for m in &attached.others {
         let text = text_of(m);
-        match m.term {
-            Term::Region(r) if !regions.contains(&text) => {
+        match (m.term, change_of(lexicon, m)) {
+            (Term::Region(r), _) if !regions.contains(&text) => {
                 if m.end <= attached.finding.start {
                     regions_before += 1;
                 }
                 regions.push(text);
                 region_entries.push(r);
             }
-            Term::Modifier if !modifiers.contains(&text) => modifiers.push(text),
+            (Term::Modifier, _) if !modifiers.contains(&text) => modifiers.push(text),
             // "again seen, slightly worse": a real change outranks a stability word.
-            Term::Change(c)
+            (_, Some(c))
                 if change.is_none_or(|previous: usize| {
                     lexicon.changes[previous].kind == ChangeKind::Stability
                         && lexicon.changes[c].kind != ChangeKind::Stability
@@ -336,19 +454,14 @@ fn build(
             _ => {}
         }
     }
-    let change_entry = change.map(|c| &lexicon.changes[c]);
-    let resolved =
-        cue_resolves || change_entry.is_some_and(|c| c.kind == ChangeKind::Disappearance);
+    let change_entry = change.or(read.change).map(|c| &lexicon.changes[c]);
+    let resolved = change_entry.is_some_and(|c| c.kind == ChangeKind::Disappearance);
     let probability = if resolved && probability == "positive" {
         "negative"
     } else {
         probability
     };
-    let change_name = match change_entry {
-        Some(c) => Some(c.name.clone()),
-        None if cue_resolves => Some("resolved".to_owned()),
-        None => None,
-    };
+    let change_name = change_entry.map(|c| c.name.clone());
 
     // The name takes the regions written before the finding ("left lower lobe opacity"), else
     // those after it ("opacity in the left lower lobe"); a device only those before.
@@ -640,6 +753,25 @@ pub(crate) fn capitalize(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_are_read_in_cm() {
+        assert_eq!(sizes_cm("a 1.9 x 1.8 cm round"), [1.9]);
+        assert_eq!(sizes_cm("an 8 mm nodule"), [0.8]);
+        assert_eq!(sizes_cm("measuring 2.2cm."), [2.2]);
+        assert_eq!(sizes_cm("4 x 3 cm and 12 mm"), [4.0, 1.2]);
+        assert!(sizes_cm("in 2 views, 3 ribs").is_empty());
+        assert!(sizes_cm("T12 and the 7th rib").is_empty());
+    }
+
+    #[test]
+    fn a_size_before_an_opacity_must_be_its_own() {
+        assert!(size_before("There is a 1.9 x 1.8 cm round area of ").is_some());
+        assert!(size_before("A 12 mm rounded ").is_some());
+        assert!(size_before("Tube tip 4 cm above the carina and right basilar ").is_none());
+        assert!(size_before("Right basilar ").is_none());
+        assert!(size_before("Mild cmv-related ").is_none());
+    }
 
     #[test]
     fn finish_cleans_fragments() {

@@ -3,7 +3,9 @@
 //!
 //! ```text
 //!  line ─┬─ "FINAL REPORT" banner ─────────► later text is in the final report
-//!        ├─ "____" rule or blank line ─────► ends the current block
+//!        ├─ "____" rule ───────────────────► ends the current block
+//!        ├─ blank line ────────────────────► ends the current block, unless its sentence
+//!        │                                    goes on below ("no pneumothorax or⏎⏎effusion")
 //!        ├─ "HEADER: text" / "HEADER" ─────► new section (name upper case, `_` for spaces)
 //!        ├─ "1. text" ─────────────────────► new block (an enumeration item)
 //!        └─ other ─────────────────────────► appended to the current block
@@ -136,6 +138,28 @@ fn is_rule(line: &str) -> bool {
     line.len() >= 3 && line.chars().all(|c| c == '_' || c == '-' || c == '=')
 }
 
+/// Last words after which a sentence cannot have ended (compared in lower case).
+const OPEN_ENDINGS: &[&str] = &[
+    "or", "and", "nor", "of", "with", "without", "the", "a", "an", "to", "for", "in", "no", "is",
+    "are", "by", "at", "on",
+];
+
+/// Whether `line`, after a blank line, continues the unfinished sentence at the end of `text`.
+fn continues(text: &str, line: &str) -> bool {
+    let text = text.trim_end();
+    if text.is_empty() || text.ends_with(['.', '?', '!', ':', ';']) {
+        return false;
+    }
+    let last = text
+        .rsplit(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    text.ends_with(',')
+        || OPEN_ENDINGS.contains(&last.as_str())
+        || line.starts_with(|c: char| c.is_lowercase())
+}
+
 fn starts_enumeration(line: &str) -> bool {
     let digits = line.bytes().take_while(u8::is_ascii_digit).count();
     (1..=2).contains(&digits)
@@ -150,6 +174,7 @@ pub(crate) fn blocks(report: &str) -> Vec<Block> {
     let mut section: Option<(String, Option<SectionType>)> = None;
     let mut out: Vec<Block> = Vec::new();
     let mut current = String::new();
+    let mut after_blank = false;
     let flush = |out: &mut Vec<Block>,
                  current: &mut String,
                  section: &Option<(String, Option<SectionType>)>,
@@ -180,12 +205,22 @@ pub(crate) fn blocks(report: &str) -> Vec<Block> {
             section = None;
             continue;
         }
-        if line.is_empty() || is_rule(line) {
+        if is_rule(line) {
             flush(&mut out, &mut current, &section, in_final);
             continue;
         }
+        if line.is_empty() {
+            after_blank = true;
+            continue;
+        }
+        let header = split_header(line);
+        if std::mem::take(&mut after_blank)
+            && (header.is_some() || starts_enumeration(line) || !continues(&current, line))
+        {
+            flush(&mut out, &mut current, &section, in_final);
+        }
         let mut body = line;
-        if let Some((name, rest)) = split_header(line) {
+        if let Some((name, rest)) = header {
             flush(&mut out, &mut current, &section, in_final);
             let section_type =
                 header_type(&name).or((!in_final).then_some(SectionType::PreFinalReport));
@@ -244,6 +279,27 @@ mod tests {
         assert_eq!(
             split_header("WET READ VERSION #1: ___"),
             Some(("WET_READ_VERSION_#1".to_owned(), " ___"))
+        );
+    }
+
+    #[test]
+    fn a_sentence_goes_on_across_a_blank_line() {
+        let texts =
+            |report: &str| -> Vec<String> { blocks(report).into_iter().map(|b| b.text).collect() };
+        assert_eq!(
+            texts("FINDINGS: No pneumothorax or\n\npleural effusion.\n\nHeart size is normal."),
+            [
+                "No pneumothorax or pleural effusion.",
+                "Heart size is normal."
+            ]
+        );
+        assert_eq!(
+            texts("No focal consolidation,\n\n  effusion or pneumothorax.\n"),
+            ["No focal consolidation, effusion or pneumothorax."]
+        );
+        assert_eq!(
+            texts("Lungs are clear\n\nIMPRESSION: No acute process."),
+            ["Lungs are clear", "No acute process."]
         );
     }
 

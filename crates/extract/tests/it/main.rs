@@ -1,3 +1,4 @@
 mod parse;
 mod prompts;
+mod real_style;
 mod rules;

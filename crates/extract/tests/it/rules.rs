@@ -573,3 +573,136 @@ fn a_history_that_names_the_patient_is_not_wrapped_again() {
     );
     assert_eq!(indication.associated_findings, ["S05"]);
 }
+
+#[test]
+fn deidentified_devices_become_device_observations() {
+    let chest = observe("There is a left chest ___ with tip projecting over the lower SVC.");
+    assert_eq!(summary(&chest), pairs(&[("support devices", "positive")]));
+    assert_eq!(chest[0].regions, ["left chest", "lower svc"]);
+    assert_eq!(
+        chest[0].children[0].child_type.as_deref(),
+        Some("device_part")
+    );
+    let port = observe("Left ___-a-___ is in ___ with the tip in the low SVC.");
+    assert_eq!(summary(&port), pairs(&[("port-a-cath", "positive")]));
+    // A device named in the sentence is not counted twice; a ___ without a tip or a course is
+    // no device.
+    assert_eq!(
+        summary(&observe("Right IJ ___ line ends in the mid SVC.")),
+        pairs(&[("support devices", "positive")])
+    );
+    assert_eq!(
+        summary(&observe("The ___ enteric tube tip is in the stomach.")),
+        pairs(&[("enteric tube", "positive")])
+    );
+    assert!(observe("Findings were discussed with Dr. ___ at ___.").is_empty());
+    assert_eq!(
+        summary(&observe("The ___ tube has been removed.")),
+        pairs(&[("support devices", "negative")])
+    );
+}
+
+#[test]
+fn sizes_make_an_opacity_a_nodule_or_a_mass() {
+    let nodule = observe("There is a 1.9 x 1.8 cm round area of density in the right upper lobe.");
+    assert_eq!(summary(&nodule), pairs(&[("lung nodule", "positive")]));
+    assert_eq!(nodule[0].regions, ["right upper lobe"]);
+    assert_eq!(
+        summary(&observe("Left perihilar opacity measuring 5 cm.")),
+        pairs(&[("lung mass", "positive")])
+    );
+    assert_eq!(
+        summary(&observe("There is an 8 mm density in the right mid lung.")),
+        pairs(&[("lung nodule", "positive")])
+    );
+    // A size elsewhere in the sentence or of another finding changes nothing.
+    assert_eq!(
+        summary(&observe(
+            "Right basilar opacity; the tube tip is 4 cm above the carina."
+        )),
+        pairs(&[("opacity", "positive")])
+    );
+    assert_eq!(
+        summary(&observe(
+            "Patchy opacity 2 cm above the right hemidiaphragm."
+        )),
+        pairs(&[("patchy opacity", "positive")])
+    );
+    assert_eq!(
+        summary(&observe(
+            "Endotracheal tube tip 4 cm above the carina and right basilar opacity."
+        )),
+        pairs(&[("endotracheal tube", "positive"), ("opacity", "positive")])
+    );
+}
+
+#[test]
+fn negation_reaches_across_line_breaks() {
+    let report = "FINDINGS: No focal consolidation, pleural effusion or\n\npneumothorax is \
+                  identified.\n\nHeart size is normal.\n";
+    let sentences = extractor().sentences(report);
+    let texts: Vec<&str> = sentences.iter().map(|s| s.sentence.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "No focal consolidation, pleural effusion or pneumothorax is identified.",
+            "Heart size is normal."
+        ]
+    );
+    assert_eq!(
+        summary(&observe(texts[0])),
+        pairs(&[
+            ("consolidation", "negative"),
+            ("pleural effusion", "negative"),
+            ("pneumothorax", "negative"),
+        ])
+    );
+    // A sentence handed over with its line breaks reads the same.
+    assert_eq!(
+        summary(&observe("No pneumothorax or\npleural\n effusion.")),
+        pairs(&[
+            ("pneumothorax", "negative"),
+            ("pleural effusion", "negative")
+        ])
+    );
+}
+
+#[test]
+fn negated_lists_pseudo_negations_and_uncertainty_of_real_reports() {
+    assert_eq!(
+        summary(&observe(
+            "The lungs are clear of focal airspace disease, pneumothorax, or pleural effusion."
+        )),
+        pairs(&[
+            ("airspace disease", "negative"),
+            ("pneumothorax", "negative"),
+            ("pleural effusion", "negative"),
+        ])
+    );
+    assert_eq!(
+        summary(&observe("No visualized pneumothorax.")),
+        pairs(&[("pneumothorax", "negative")])
+    );
+    let stable = observe("No significant interval change in moderate cardiomegaly.");
+    assert_eq!(summary(&stable), pairs(&[("cardiomegaly", "positive")]));
+    assert_eq!(stable[0].change.as_deref(), Some("unchanged"));
+    let resolved = observe("The previously seen right pneumothorax has resolved.");
+    assert_eq!(summary(&resolved), pairs(&[("pneumothorax", "negative")]));
+    assert_eq!(resolved[0].change.as_deref(), Some("resolved"));
+    assert_eq!(
+        summary(&observe("There is possible mild cardiomegaly.")),
+        pairs(&[("cardiomegaly", "possible")])
+    );
+    assert_eq!(
+        summary(&observe("There is prominence of the superior mediastinum.")),
+        pairs(&[("prominence of the superior mediastinum", "positive")])
+    );
+    assert_eq!(
+        summary(&observe("The superior mediastinum is widened.")),
+        pairs(&[("mediastinal widening", "positive")])
+    );
+    assert_eq!(
+        summary(&observe("Left chest tube is in place.")),
+        pairs(&[("chest tube", "positive")])
+    );
+}
