@@ -1,11 +1,8 @@
 //! Rows of the `quarantine` table: every input that could not be used, with where it was, why,
 //! and its raw bytes, so that nothing is ever silently dropped.
 
-use std::sync::Arc;
-
-use arrow::array::{
-    ArrayRef, BinaryBuilder, RecordBatch, StringBuilder, TimestampMicrosecondArray,
-};
+use arrow::array::RecordBatch;
+use cxrlake_lake::QuarantineRow;
 
 use crate::error::Result;
 use crate::writer::Row;
@@ -97,32 +94,14 @@ impl Row for Quarantined {
     }
 
     fn batch(rows: &[Self]) -> Result<RecordBatch> {
-        let now = chrono::Utc::now().timestamp_micros();
-        let mut stage = StringBuilder::new();
-        let mut source = StringBuilder::new();
-        let mut location = StringBuilder::new();
-        let mut reason = StringBuilder::new();
-        let mut raw = BinaryBuilder::new();
-        for row in rows {
-            stage.append_value(STAGE);
-            source.append_value(&row.source);
-            location.append_value(&row.location);
-            reason.append_value(&row.reason);
-            raw.append_value(&row.raw);
-        }
-        let recorded_at =
-            TimestampMicrosecondArray::from(vec![now; rows.len()]).with_timezone("UTC");
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(stage.finish()),
-            Arc::new(source.finish()),
-            Arc::new(location.finish()),
-            Arc::new(reason.finish()),
-            Arc::new(raw.finish()),
-            Arc::new(recorded_at),
-        ];
-        Ok(RecordBatch::try_new(
-            cxrlake_schemas::sources::quarantine(),
-            columns,
+        Ok(cxrlake_lake::quarantine_batch(
+            STAGE,
+            rows.iter().map(|row| QuarantineRow {
+                source: &row.source,
+                location: &row.location,
+                reason: &row.reason,
+                raw: &row.raw,
+            }),
         )?)
     }
 }

@@ -36,12 +36,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use arrow::array::{
-    ArrayRef, BinaryBuilder, RecordBatch, StringBuilder, TimestampMicrosecondArray,
-};
+use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::SchemaRef;
 use arrow::json::reader::ReaderBuilder;
-use cxrlake_lake::{Lake, StageCommit};
+use cxrlake_lake::{Lake, QuarantineRow, StageCommit, quarantine_batch};
 use rayon::prelude::*;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -482,6 +480,12 @@ async fn import_zip(
     let mut bytes = 0usize;
     let mut studies = HashSet::new();
     let mut pending: Pending = None;
+    let target = Target {
+        lake,
+        source: &source,
+        release,
+        commit,
+    };
     let mut reading = std::time::Duration::ZERO;
     let mut decoding = std::time::Duration::ZERO;
     for index in 0..archive.len() {
@@ -528,13 +532,10 @@ async fn import_zip(
         if studies.len() >= import.chunk_studies || bytes >= CHUNK_BYTES {
             let decode_started = Instant::now();
             flush(
-                lake,
-                &source,
-                release,
+                &target,
                 &mut chunk,
                 &mut bad,
                 present,
-                commit,
                 summary,
                 &mut pending,
             )
@@ -545,13 +546,10 @@ async fn import_zip(
         }
     }
     flush(
-        lake,
-        &source,
-        release,
+        &target,
         &mut chunk,
         &mut bad,
         present,
-        commit,
         summary,
         &mut pending,
     )
@@ -587,21 +585,33 @@ async fn settle(pending: &mut Pending, summary: &mut ImportSummary) -> Result<()
     Ok(())
 }
 
+/// Where a zip's rows go: the lake, the zip's name (quarantine source), the release's codes,
+/// the commit record.
+#[derive(Clone, Copy)]
+struct Target<'a> {
+    lake: &'a Lake,
+    source: &'a str,
+    release: &'a Release,
+    commit: &'a StageCommit,
+}
+
 /// Decodes the chunk's members in parallel and starts appending their rows (one commit per
 /// table) once the previous chunk's appends are done; bad members (and `bad`, the unreadable
 /// ones) go to quarantine.
-#[allow(clippy::too_many_arguments)]
 async fn flush(
-    lake: &Lake,
-    source: &str,
-    release: &Release,
+    target: &Target<'_>,
     chunk: &mut Vec<Member>,
     bad: &mut Vec<(String, String, Vec<u8>)>,
     present: &mut Present,
-    commit: &StageCommit,
     summary: &mut ImportSummary,
     pending: &mut Pending,
 ) -> Result<()> {
+    let Target {
+        lake,
+        source,
+        release,
+        commit,
+    } = *target;
     let members = std::mem::take(chunk);
     let mut rejected = std::mem::take(bad);
     if members.is_empty() && rejected.is_empty() {
@@ -649,7 +659,13 @@ async fn flush(
                 .insert((source.to_string(), name.clone()));
         }
         summary.quarantined += rejected.len() as u64;
-        writes.push(("quarantine", vec![quarantine_batch(source, &rejected)?], 0));
+        let rows = rejected.iter().map(|(name, reason, bytes)| QuarantineRow {
+            source,
+            location: name,
+            reason,
+            raw: &bytes[..bytes.len().min(MAX_RAW_BYTES)],
+        });
+        writes.push(("quarantine", vec![quarantine_batch(STAGE, rows)?], 0));
     }
     // One chunk's appends at a time, while the next chunk is read and decoded.
     settle(pending, summary).await?;
@@ -710,35 +726,4 @@ fn batches(schema: &SchemaRef, members: &[(Vec<u8>, usize)]) -> Result<Vec<Recor
                 .unwrap_or_else(|| RecordBatch::new_empty(Arc::clone(schema))))
         })
         .collect()
-}
-
-/// Quarantine rows of bad members: stage `import`, the zip, the member, the reason, its bytes.
-fn quarantine_batch(source: &str, rejected: &[(String, String, Vec<u8>)]) -> Result<RecordBatch> {
-    let now = chrono::Utc::now().timestamp_micros();
-    let mut stage = StringBuilder::new();
-    let mut sources = StringBuilder::new();
-    let mut location = StringBuilder::new();
-    let mut reason = StringBuilder::new();
-    let mut raw = BinaryBuilder::new();
-    for (name, why, bytes) in rejected {
-        stage.append_value(STAGE);
-        sources.append_value(source);
-        location.append_value(name);
-        reason.append_value(why);
-        raw.append_value(&bytes[..bytes.len().min(MAX_RAW_BYTES)]);
-    }
-    let recorded_at =
-        TimestampMicrosecondArray::from(vec![now; rejected.len()]).with_timezone("UTC");
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(stage.finish()),
-        Arc::new(sources.finish()),
-        Arc::new(location.finish()),
-        Arc::new(reason.finish()),
-        Arc::new(raw.finish()),
-        Arc::new(recorded_at),
-    ];
-    Ok(RecordBatch::try_new(
-        cxrlake_schemas::sources::quarantine(),
-        columns,
-    )?)
 }
