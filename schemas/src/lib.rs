@@ -4,6 +4,7 @@
 //! table, its key and each encoding choice. All code builds its batches against these schemas.
 
 pub mod config;
+pub mod evaluate;
 pub mod gemex;
 pub mod pipeline;
 pub mod quality;
@@ -240,6 +241,62 @@ pub const TABLES: &[TableDef] = &[
         deletion_vectors: false,
         doc: "GEMeX: grounded, explainable QA pairs per frontal image",
         schema: gemex::gemex_qa,
+    },
+    TableDef {
+        name: "eval_labels",
+        key: &["eval_id", "system", "scope", "name", "metric"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "evaluation: scene-graph finding tags against study labels (P/R/F1/MCC per class, subset, micro)",
+        schema: evaluate::eval_scores,
+    },
+    TableDef {
+        name: "eval_boxes",
+        key: &["eval_id", "system", "scope", "name", "metric"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "evaluation: finding boxes against reference boxes (IoU/IoP/IoT, thresholded at 30 %)",
+        schema: evaluate::eval_scores,
+    },
+    TableDef {
+        name: "eval_radstruct",
+        key: &["eval_id", "system", "scope", "name", "metric"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "evaluation: RadStrucVQA sub-metrics of a predictions file (precision, recall, F1)",
+        schema: evaluate::eval_scores,
+    },
+    TableDef {
+        name: "eval_text",
+        key: &["eval_id", "system", "scope", "name", "metric"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "evaluation: free-text answers (BLEU-1..4, METEOR, ROUGE-L, CIDEr-D, BERTScore)",
+        schema: evaluate::eval_scores,
+    },
+    TableDef {
+        name: "eval_gemex",
+        key: &["eval_id", "system", "scope", "name", "metric"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "evaluation: GEMeX A-score and V-score per question type",
+        schema: evaluate::eval_scores,
+    },
+    TableDef {
+        name: "eval_choice",
+        key: &["eval_id", "system", "scope", "name", "metric"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "evaluation: multiple-choice accuracy overall, per category and task type (ReXVQA)",
+        schema: evaluate::eval_scores,
+    },
+    TableDef {
+        name: "eval_agreement",
+        key: &["eval_id", "system", "scope", "name", "metric"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "evaluation: rater agreement (Cohen's and Fleiss' kappa, Gwet's AC1/AC2)",
+        schema: evaluate::eval_scores,
     },
 ];
 

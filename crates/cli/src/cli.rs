@@ -147,15 +147,13 @@ pub enum Command {
         #[command(subcommand)]
         command: RefdefsCommand,
     },
-    /// Score the lake's mapped observations against a ground-truth file (the synthetic
-    /// corpus's ground_truth.jsonl): precision/recall of findings with positiveness, and regions
+    /// The papers' evaluations: scene-graph tags vs labels, boxes vs reference boxes, and the
+    /// synthetic corpus's ground truth; scores stored in eval_<kind> tables and printed with
+    /// bootstrap confidence intervals
     Evaluate {
-        /// ground_truth.jsonl (one study per line)
-        #[arg(long, value_name = "FILE")]
-        truth: PathBuf,
-        /// Reference definitions folder [default: the embedded definitions]
-        #[arg(long, value_name = "DIR")]
-        refdefs: Option<PathBuf>,
+        /// Which evaluation
+        #[command(subcommand)]
+        what: crate::evaluate::EvaluateCommand,
     },
     /// Import a released MIMIC-Ext-CXR-QBA into the lake (qa, scene_graphs, images), so that
     /// SQL, statistics and subset exports work without rebuilding it
@@ -517,13 +515,7 @@ impl Cli {
                 let summary = synth(options).await?;
                 say(out, format_args!("{summary}"))
             }
-            Command::Evaluate { truth, refdefs } => {
-                lake.require_initialized().await?;
-                let defs = crate::refdefs::load_defs(refdefs.as_deref())?;
-                let report =
-                    cxrlake_pipeline::evaluate::observations_vs_truth(&lake, &defs, truth).await?;
-                say(out, format_args!("{report}"))
-            }
+            Command::Evaluate { what } => what.run(&lake, out).await,
             Command::Import {
                 what:
                     ImportCommand::Release {

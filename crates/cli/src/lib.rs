@@ -3,5 +3,6 @@
 
 pub mod cli;
 pub mod error;
+pub mod evaluate;
 pub mod output;
 pub mod refdefs;

@@ -4,6 +4,8 @@
 //!  texts ─tokenizer.json─► ids, attention mask (padded to the batch's longest, ≤ max_length)
 //!        ─ONNX Runtime───► token states [batch, seq, dim]
 //!        ─mean over tokens where mask = 1─► L2 normalise ─► [batch][dim]
+//!                               (token_embeddings: every non-special token ─► L2 normalise
+//!                                ─► [batch][token][dim], for BERTScore)
 //! ```
 //!
 //! ONNX Runtime is loaded at run time from the library named by `ORT_DYLIB_PATH`
@@ -17,7 +19,7 @@ use ort::environment::Environment;
 use ort::session::Session;
 use ort::value::Tensor;
 use sha2::{Digest, Sha256};
-use tokenizers::{Tokenizer, TruncationParams};
+use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
 use crate::{EmbedError, Embedder, Result, l2_normalize};
 
@@ -192,14 +194,59 @@ impl OnnxEmbedder {
         self.id = format!("onnx:{name}@{prefix}/max{}", self.max_length);
     }
 
-    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let encodings = self
-            .tokenizer
+    /// Token embeddings for BERTScore-style metrics: the model's last hidden state at every
+    /// token of each text (truncated to `max_length`), special tokens such as `[CLS]` and
+    /// `[SEP]` excluded, each vector L2-normalised; `[text][token][dim]`. Errors for a model
+    /// whose output is already pooled.
+    pub fn token_embeddings(&self, texts: &[&str]) -> Result<Vec<Vec<Vec<f32>>>> {
+        let mut embeddings = Vec::with_capacity(texts.len());
+        for batch in texts.chunks(self.batch_size) {
+            embeddings.extend(self.run_batch(batch, |states, encodings, mask| {
+                self.token_states(states, encodings, mask)
+            })?);
+        }
+        Ok(embeddings)
+    }
+
+    /// The tokens that [`OnnxEmbedder::token_embeddings`] embeds, as the tokenizer spells them
+    /// (e.g. word pieces `["pl", "##eur", "##al"]`), for per-token weights such as idf.
+    pub fn tokens(&self, texts: &[&str]) -> Result<Vec<Vec<String>>> {
+        Ok(self
+            .encode(texts)?
+            .iter()
+            .map(|encoding| {
+                encoding
+                    .get_tokens()
+                    .iter()
+                    .zip(encoding.get_special_tokens_mask())
+                    .filter(|&(_, &special)| special == 0)
+                    .map(|(token, _)| token.clone())
+                    .collect()
+            })
+            .collect())
+    }
+
+    fn encode(&self, texts: &[&str]) -> Result<Vec<Encoding>> {
+        self.tokenizer
             .encode_batch(texts.to_vec(), true)
             .map_err(|e| EmbedError::Tokenizer {
                 context: "encoding texts".into(),
                 message: e.to_string(),
-            })?;
+            })
+    }
+
+    fn embed_batch(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        self.run_batch(texts, |states, _, mask| self.pool(states, mask))
+    }
+
+    /// Tokenizes `texts`, pads them to the longest, runs the model and hands its output states
+    /// with the encodings and the attention mask to `consume`.
+    fn run_batch<T>(
+        &self,
+        texts: &[&str],
+        consume: impl FnOnce(ArrayViewD<'_, f32>, &[Encoding], &Array2<i64>) -> Result<T>,
+    ) -> Result<T> {
+        let encodings = self.encode(texts)?;
         let seq_len = encodings
             .iter()
             .map(|e| e.get_ids().len())
@@ -252,7 +299,48 @@ impl OnnxEmbedder {
             })?
             .try_extract_array::<f32>()
             .map_err(ort_err)?;
-        self.pool(states, &mask)
+        consume(states, &encodings, &mask)
+    }
+
+    fn token_states(
+        &self,
+        states: ArrayViewD<'_, f32>,
+        encodings: &[Encoding],
+        mask: &Array2<i64>,
+    ) -> Result<Vec<Vec<Vec<f32>>>> {
+        let states = states.into_dimensionality::<Ix3>().map_err(|_| {
+            EmbedError::UnsupportedModel {
+                path: PathBuf::from(&self.id),
+                message: format!(
+                    "output `{}` is not [batch, sequence, dimension]: token embeddings need the \
+                     model's per-token states, not a pooled output",
+                    self.output
+                ),
+            }
+        })?;
+        let mut texts = Vec::with_capacity(encodings.len());
+        for ((tokens, row_mask), encoding) in
+            states.outer_iter().zip(mask.outer_iter()).zip(encodings)
+        {
+            let special = encoding.get_special_tokens_mask();
+            let mut vectors = Vec::with_capacity(special.len());
+            for ((token, &m), &is_special) in tokens.outer_iter().zip(row_mask).zip(special) {
+                if m == 0 || is_special != 0 {
+                    continue;
+                }
+                let mut vector = token.to_vec();
+                if vector.len() != self.dimension {
+                    return Err(EmbedError::DimensionMismatch {
+                        expected: self.dimension,
+                        actual: vector.len(),
+                    });
+                }
+                l2_normalize(&mut vector);
+                vectors.push(vector);
+            }
+            texts.push(vectors);
+        }
+        Ok(texts)
     }
 
     fn pool(&self, states: ArrayViewD<'_, f32>, mask: &Array2<i64>) -> Result<Vec<Vec<f32>>> {

@@ -78,6 +78,9 @@ pub enum PipelineError {
         /// The first error.
         first: String,
     },
+    /// An evaluation's inputs do not fit its metric.
+    #[error("evaluate: {0}")]
+    Evaluate(#[from] cxrlake_evaluate::EvaluateError),
     /// The local journal of LLM answers cannot be read or written.
     #[error("LLM answer journal {path}: {reason}; check the folder's permissions and free space")]
     Journal {

@@ -97,3 +97,53 @@ fn missing_model_file_is_a_clear_error() {
     assert!(matches!(err, EmbedError::Io { .. }), "{err}");
     assert!(err.to_string().contains("/nonexistent/model.onnx"));
 }
+
+#[test]
+fn minilm_token_embeddings_skip_special_tokens() {
+    let embedder = minilm();
+    let texts = [
+        "small left pleural effusion",
+        "no acute cardiopulmonary process",
+        "",
+    ];
+    let tokens = embedder.tokens(&texts).expect("tokens");
+    let vectors = embedder.token_embeddings(&texts).expect("token embeddings");
+    assert_eq!(vectors.len(), texts.len());
+    for ((text, tokens), vectors) in texts.iter().zip(&tokens).zip(&vectors) {
+        assert!(
+            tokens.iter().all(|t| t != "[CLS]" && t != "[SEP]"),
+            "{text}: {tokens:?}"
+        );
+        assert_eq!(vectors.len(), tokens.len(), "{text}: {tokens:?}");
+        for vector in vectors {
+            assert_eq!(vector.len(), 384);
+            let norm = vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+            assert!((norm - 1.0).abs() < 1e-5, "{text}: norm {norm}");
+        }
+    }
+    assert!(tokens[2].is_empty(), "{:?}", tokens[2]);
+    assert_eq!(
+        tokens[0],
+        [
+            "small", "left", "pl", "##eur", "##al", "e", "##ff", "##usion"
+        ]
+    );
+
+    // Contextual: the same word in different sentences gets different (but close) vectors.
+    let left_alone = embedder
+        .token_embeddings(&["left"])
+        .expect("embed")
+        .remove(0);
+    let in_context = cosine(&left_alone[0], &vectors[0][1]);
+    assert!(in_context > 0.3 && in_context < 0.9999, "{in_context}");
+
+    // Padding to a batch's longest text changes nothing beyond quantisation noise.
+    let single = minilm().with_batch_size(1).expect("batch size");
+    for (text, batched) in texts.iter().zip(&vectors) {
+        let alone = single.token_embeddings(&[text]).expect("embed").remove(0);
+        assert_eq!(alone.len(), batched.len(), "{text}");
+        for (a, b) in alone.iter().zip(batched) {
+            assert!(cosine(a, b) > 0.999, "{text}: {}", cosine(a, b));
+        }
+    }
+}

@@ -1,6 +1,7 @@
 mod common;
 mod demo;
 mod evaluate;
+mod evaluations;
 mod extract;
 mod gemex;
 mod graph;

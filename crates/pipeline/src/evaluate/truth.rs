@@ -49,16 +49,12 @@ use std::path::Path;
 
 use cxrlake_lake::Lake;
 use cxrlake_refdefs::RefDefs;
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::DataType;
 use serde::Deserialize;
 
 use crate::error::{PipelineError, Result};
 use crate::sql::collect;
 
-/// Name used in query errors.
-const STAGE: &str = "evaluate";
+use super::{STAGE, strings};
 
 /// Reference findings that state normality, and the abnormal findings the synthetic truth
 /// records as negated for the same sentences (`NORMAL_SENTENCES` and `NORMAL_IMPRESSIONS` in
@@ -666,35 +662,6 @@ fn score(
         })
         .collect();
     report
-}
-
-/// Every row of `batches` as strings (NULL as the empty string).
-fn strings(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>> {
-    let mut rows = Vec::new();
-    for batch in batches {
-        let columns = batch
-            .columns()
-            .iter()
-            .map(|c| cast(c, &DataType::Utf8))
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| PipelineError::query(STAGE, e.into()))?;
-        for row in 0..batch.num_rows() {
-            rows.push(
-                columns
-                    .iter()
-                    .map(|c| {
-                        let c = c.as_string::<i32>();
-                        if c.is_null(row) {
-                            String::new()
-                        } else {
-                            c.value(row).to_owned()
-                        }
-                    })
-                    .collect(),
-            );
-        }
-    }
-    Ok(rows)
 }
 
 /// `part / whole`, 1.0 when `whole` is 0.

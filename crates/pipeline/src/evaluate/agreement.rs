@@ -1,0 +1,167 @@
+//! `cxrlake evaluate agreement`: agreement between raters (paper 001 table 3: the LLM judge
+//! against three humans; paper 000 table 5: judge against judge): Cohen's kappa per rater pair,
+//! Fleiss' kappa, Gwet's AC1 and AC2, over a ratings file `item, rater, value`.
+//!
+//! ```text
+//!  ratings (item, rater, value) ──► items × raters table ──► Cohen (pairs), Fleiss, AC1, AC2 ──► bootstrap over items
+//! ```
+//!
+//! - `--categories a,b,c` orders the values (needed for the linear / quadratic weights of
+//!   weighted kappa and AC2, e.g. the rating levels `D,C,B,A,A+,A++`); without it the values
+//!   sort as text.
+//! - `--weights identity|linear|quadratic` weighs Cohen's and Fleiss' kappa; AC1 is always
+//!   unweighted and AC2 uses the weights (quadratic when `identity` is given, as AC2 is the
+//!   weighted coefficient by definition).
+//! - An item may lack some raters' values (Fleiss and Gwet as irrCAC computes them; Cohen on
+//!   the items both raters of the pair rated).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use cxrlake_evaluate::agreement::{RatingTable, Weights, cohen_kappa, fleiss_kappa, gwet_ac};
+use serde_json::json;
+
+use super::scores::{EvalOptions, Evaluation, ScoreDef};
+use super::{STAGE, register_file, require_columns, strings};
+use crate::error::{PipelineError, Result};
+use crate::sql::collect;
+
+/// Options of `cxrlake evaluate agreement`.
+#[derive(Debug, Clone)]
+pub struct AgreementOptions {
+    /// The ratings file: columns `item`, `rater`, `value`.
+    pub ratings: PathBuf,
+    /// The ordered categories (else the sorted distinct values).
+    pub categories: Option<Vec<String>>,
+    /// Weights of Cohen's and Fleiss' kappa and of AC2.
+    pub weights: Weights,
+    /// Bootstrap settings.
+    pub eval: EvalOptions,
+}
+
+/// Agreement statistics of the ratings file.
+pub async fn rater_agreement(options: &AgreementOptions) -> Result<Evaluation> {
+    let ctx = datafusion::prelude::SessionContext::new();
+    register_file(&ctx, "ratings", &options.ratings).await?;
+    require_columns(
+        &ctx,
+        "ratings",
+        &options.ratings,
+        &["item", "rater", "value"],
+    )
+    .await?;
+    let rows = strings(
+        &collect(
+            &ctx,
+            STAGE,
+            "SELECT CAST(item AS VARCHAR), CAST(rater AS VARCHAR), CAST(value AS VARCHAR) \
+             FROM ratings WHERE value IS NOT NULL",
+        )
+        .await?,
+    )?;
+    let mut items: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for row in rows {
+        if let [item, rater, value] = row.as_slice()
+            && !value.is_empty()
+        {
+            items
+                .entry(item.clone())
+                .or_default()
+                .push((rater.clone(), value.clone()));
+        }
+    }
+    let items: Vec<(String, Vec<(String, String)>)> = items.into_iter().collect();
+    let categories = options.categories.clone();
+    let table = |weights: &[u32]| -> Result<RatingTable> {
+        let mut triples = Vec::new();
+        for ((item, ratings), &w) in items.iter().zip(weights) {
+            for copy in 0..w {
+                for (rater, value) in ratings {
+                    triples.push((format!("{item}#{copy}"), rater.clone(), value.clone()));
+                }
+            }
+        }
+        Ok(RatingTable::from_triples(triples, categories.clone())?)
+    };
+    let all = table(&vec![1; items.len()])?;
+    let raters: Vec<String> = all.raters().to_vec();
+    if raters.len() < 2 {
+        return Err(PipelineError::Config(format!(
+            "{}: agreement needs at least two raters, found {}",
+            options.ratings.display(),
+            raters.len()
+        )));
+    }
+    let pairs: Vec<(usize, usize)> = (0..raters.len())
+        .flat_map(|a| (a + 1..raters.len()).map(move |b| (a, b)))
+        .collect();
+    let ac2_weights = match options.weights {
+        Weights::Identity => Weights::Quadratic,
+        w => w,
+    };
+    let weights_name = |w: Weights| format!("{w:?}").to_lowercase();
+    let n = items.len() as u64;
+    let mut defs = Vec::new();
+    for &(a, b) in &pairs {
+        defs.push(ScoreDef::new(
+            "ratings",
+            "pair",
+            &format!("{} vs {}", raters[a], raters[b]),
+            &format!("cohen_kappa ({})", weights_name(options.weights)),
+            n,
+        ));
+    }
+    defs.push(ScoreDef::new(
+        "ratings",
+        "all raters",
+        "all",
+        &format!("fleiss_kappa ({})", weights_name(options.weights)),
+        n,
+    ));
+    defs.push(ScoreDef::new("ratings", "all raters", "all", "gwet_ac1", n));
+    defs.push(ScoreDef::new(
+        "ratings",
+        "all raters",
+        "all",
+        &format!("gwet_ac2 ({})", weights_name(ac2_weights)),
+        n,
+    ));
+    let statistic = |weights: &[u32]| -> Vec<Option<f64>> {
+        let Ok(full) = table(weights) else {
+            return vec![None; pairs.len() + 3];
+        };
+        let mut out = Vec::new();
+        for &(a, b) in &pairs {
+            let pair = full.only_raters(&[raters[a].as_str(), raters[b].as_str()]);
+            out.push(pair.and_then(|t| cohen_kappa(&t, options.weights)).ok());
+        }
+        out.push(fleiss_kappa(&full, options.weights).ok());
+        out.push(gwet_ac(&full, Weights::Identity).ok());
+        out.push(gwet_ac(&full, ac2_weights).ok());
+        out.into_iter()
+            .map(|v| v.filter(|x| x.is_finite()))
+            .collect()
+    };
+    let settings = json!({
+        "ratings": options.ratings.display().to_string(),
+        "categories": all.categories(),
+        "weights": weights_name(options.weights),
+        "options": options.eval.to_json(),
+    });
+    let mut evaluation = Evaluation::bootstrap(
+        "agreement",
+        settings,
+        options.eval,
+        items.len(),
+        defs,
+        statistic,
+    );
+    evaluation.notes.push(format!(
+        "{} items, {} raters ({}), categories in order: {}",
+        items.len(),
+        raters.len(),
+        raters.join(", "),
+        all.categories().join(" < ")
+    ));
+    Ok(evaluation)
+}

@@ -1,0 +1,388 @@
+//! `cxrlake evaluate radstruct`: the RadStrucVQA metric (paper 000, sec. 5 and F.2, tables
+//! 16–18) of a predictions file against the lake's `qa`.
+//!
+//! ```text
+//!  qa (targets) ─────────┐                        offline rules (tags + polarity + overlap)
+//!                        ├─ answer parts per (study, question) ─► evidence ─┤
+//!  predictions (answers)─┘                                                  LLM (prompts/evaluate/, llm_calls cache)
+//!        │
+//!        └─► per sample: precision (predictions vs targets), recall (targets vs predictions),
+//!            F1, for the 12 sub-metrics ─► mean over valid samples ─► bootstrap over samples
+//! ```
+//!
+//! - **Predictions**: JSON Lines or Parquet with `study_id`, `question_id` and `answers`, a list
+//!   of answer parts shaped like `qa.answers` (`text`, `positiveness`, `obs_entities`,
+//!   `regions`, `obs_categories`, `obs_subcategories`, `localization` = list of `{image_id,
+//!   bboxes}`); every part is one element, hierarchy ignored (F.2). A question whose
+//!   prediction is missing or has no parts is invalid: ignored in the averages and counted.
+//! - **Entailment**: `offline` (the rules of `cxrlake_evaluate::radstruct::offline_evidence`)
+//!   or `llm` (the RadFact-style prompt of `prompts/evaluate/`, through the LLM client with its
+//!   cache; an unparseable answer makes the sample invalid, counted). The `entailer` setting
+//!   names which, as every other backend records itself.
+//! - **Averages**: sample-level scores averaged over the samples where the sub-metric has
+//!   relevant hypotheses (F.2); F1 per sample is the harmonic mean of its precision and recall.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use cxrlake_evaluate::masks::Rect;
+use cxrlake_evaluate::radstruct::{self as rs, Evidence, Part, SubMetric};
+use cxrlake_lake::Lake;
+use datafusion::arrow::datatypes::DataType;
+use datafusion::prelude::SessionContext;
+use serde_json::json;
+
+use super::scores::{EvalOptions, Evaluation, ScoreDef};
+use super::{STAGE, register_file, require_columns, strings};
+use crate::error::{PipelineError, Result};
+use crate::sql::collect;
+
+/// How entailment between answer parts is decided.
+#[derive(Debug, Clone)]
+pub enum Entailer {
+    /// The offline rules.
+    Offline,
+    /// The LLM of the lake's `cxrlake.llm_*` settings with the prompts of `prompts/evaluate/`.
+    Llm(std::sync::Arc<dyn LlmEntail>),
+}
+
+/// Options of `cxrlake evaluate radstruct`.
+#[derive(Debug, Clone)]
+pub struct RadStructOptions {
+    /// The model's structured answers.
+    pub predictions: PathBuf,
+    /// How entailment is decided.
+    pub entailer: Entailer,
+    /// Bootstrap settings.
+    pub eval: EvalOptions,
+}
+
+/// Asks an LLM for the evidence of each hypothesis in the context, for many samples at once.
+#[async_trait::async_trait]
+pub trait LlmEntail: std::fmt::Debug + Send + Sync {
+    /// The id recorded with the scores (`llm:<model>@<prompts version>`).
+    fn id(&self) -> String;
+    /// For every (hypotheses, context) pair, the evidence per hypothesis, or the reason the
+    /// answer could not be used.
+    async fn entail(
+        &self,
+        pairs: &[(&[Part], &[Part])],
+    ) -> Result<Vec<std::result::Result<Vec<Evidence>, String>>>;
+}
+
+/// The answer parts of every (study, question) of `table` (with `study_id`, `question_id`,
+/// `answers`) in `ctx`. Part fields the table lacks count as empty; the parts are numbered once
+/// (a step table), so their tags and their boxes are read by the same numbers.
+async fn parts(ctx: &SessionContext, table: &str) -> Result<BTreeMap<(String, String), Vec<Part>>> {
+    let schema = ctx
+        .table(table)
+        .await
+        .map_err(|e| PipelineError::query(STAGE, e))?
+        .schema()
+        .inner()
+        .clone();
+    let fields: Vec<String> = match schema
+        .field_with_name("answers")
+        .map(|f| f.data_type().clone())
+    {
+        Ok(DataType::List(item) | DataType::LargeList(item)) => match item.data_type() {
+            DataType::Struct(fields) => fields.iter().map(|f| f.name().clone()).collect(),
+            _ => Vec::new(),
+        },
+        _ => Vec::new(),
+    };
+    if !fields.iter().any(|f| f == "text") {
+        return Err(PipelineError::Config(format!(
+            "{table}: `answers` must be a list of answer parts with at least a `text` field \
+             (like qa.answers)"
+        )));
+    }
+    let field = |name: &str, list: bool| -> String {
+        match (fields.iter().any(|f| f == name), list) {
+            (true, true) => format!("array_to_string(a['{name}'], '|')"),
+            (true, false) => format!("CAST(a['{name}'] AS VARCHAR)"),
+            (false, _) => "''".to_string(),
+        }
+    };
+    let numbered = collect(
+        ctx,
+        STAGE,
+        &format!(
+            "WITH f AS (SELECT CAST(study_id AS VARCHAR) AS sid, CAST(question_id AS VARCHAR) AS qid, \
+                               unnest(answers) AS a FROM {table}) \
+             SELECT sid, qid, row_number() OVER (PARTITION BY sid, qid) AS k, a FROM f"
+        ),
+    )
+    .await?;
+    if numbered.iter().all(|b| b.num_rows() == 0) {
+        return Ok(BTreeMap::new());
+    }
+    let step = format!("{table}_parts");
+    let memory = datafusion::datasource::MemTable::try_new(
+        numbered
+            .first()
+            .map(|b| b.schema())
+            .unwrap_or_else(|| std::sync::Arc::new(datafusion::arrow::datatypes::Schema::empty())),
+        vec![numbered],
+    )
+    .map_err(|e| PipelineError::query(STAGE, e))?;
+    ctx.register_table(step.as_str(), std::sync::Arc::new(memory))
+        .map_err(|e| PipelineError::query(STAGE, e))?;
+    let part_rows = strings(
+        &collect(
+            ctx,
+            STAGE,
+            &format!(
+                "SELECT sid, qid, k, {}, {}, {}, {}, {}, {} FROM {step} ORDER BY sid, qid, k",
+                field("text", false),
+                field("positiveness", false),
+                field("obs_entities", true),
+                field("regions", true),
+                field("obs_categories", true),
+                field("obs_subcategories", true),
+            ),
+        )
+        .await?,
+    )?;
+    let box_rows = if fields.iter().any(|f| f == "localization") {
+        strings(
+            &collect(
+                ctx,
+                STAGE,
+                &format!(
+                    "WITH l AS (SELECT sid, qid, k, unnest(a['localization']) AS l FROM {step}), \
+                     b AS (SELECT sid, qid, k, l['image_id'] AS image_id, \
+                                  unnest(l['bboxes']) AS b FROM l) \
+                     SELECT sid, qid, k, image_id, array_element(b, 1), \
+                            array_element(b, 2), array_element(b, 3), array_element(b, 4) FROM b"
+                ),
+            )
+            .await?,
+        )?
+    } else {
+        Vec::new()
+    };
+    ctx.deregister_table(step.as_str())
+        .map_err(|e| PipelineError::query(STAGE, e))?;
+    let list = |s: &str| -> Vec<String> {
+        s.split('|')
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let mut out: BTreeMap<(String, String), Vec<Part>> = BTreeMap::new();
+    let mut index: BTreeMap<(String, String, String), usize> = BTreeMap::new();
+    for row in part_rows {
+        let [
+            study,
+            question,
+            k,
+            text,
+            positiveness,
+            findings,
+            regions,
+            categories,
+            subcategories,
+        ] = row.as_slice()
+        else {
+            continue;
+        };
+        let parts = out.entry((study.clone(), question.clone())).or_default();
+        index.insert((study.clone(), question.clone(), k.clone()), parts.len());
+        parts.push(Part {
+            text: text.clone(),
+            positive: match positiveness.as_str() {
+                "pos" => Some(true),
+                "neg" => Some(false),
+                _ => None,
+            },
+            findings: list(findings),
+            regions: list(regions),
+            categories: list(categories),
+            subcategories: list(subcategories),
+            boxes: Vec::new(),
+        });
+    }
+    for row in box_rows {
+        let [study, question, k, image, x1, y1, x2, y2] = row.as_slice() else {
+            continue;
+        };
+        let c: Vec<f64> = [x1, y1, x2, y2]
+            .iter()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        if c.len() != 4 {
+            continue;
+        }
+        if let Some(&i) = index.get(&(study.clone(), question.clone(), k.clone()))
+            && let Some(parts) = out.get_mut(&(study.clone(), question.clone()))
+        {
+            parts[i]
+                .boxes
+                .push((image.clone(), Rect::new(c[0], c[1], c[2], c[3])));
+        }
+    }
+    Ok(out)
+}
+
+/// The RadStrucVQA scores of the predictions against the lake's `qa`.
+pub async fn radstruct_scores(lake: &Lake, options: &RadStructOptions) -> Result<Evaluation> {
+    let ctx = lake.session().await?;
+    register_file(&ctx, "predictions", &options.predictions).await?;
+    require_columns(
+        &ctx,
+        "predictions",
+        &options.predictions,
+        &["study_id", "question_id", "answers"],
+    )
+    .await?;
+    let targets = parts(&ctx, "qa").await?;
+    let predictions = parts(&ctx, "predictions").await?;
+    let matched = predictions
+        .keys()
+        .filter(|k| targets.contains_key(*k))
+        .count();
+    if matched == 0 {
+        return Err(PipelineError::Config(format!(
+            "no prediction of {} matches a question of the lake's qa by (study_id, question_id)",
+            options.predictions.display()
+        )));
+    }
+    // (target parts, predicted parts when the prediction has any) per matched question.
+    let samples: Vec<(&Vec<Part>, Option<&Vec<Part>>)> = targets
+        .iter()
+        .filter(|(k, _)| predictions.contains_key(*k))
+        .map(|(k, t)| (t, predictions.get(k).filter(|p| !p.is_empty())))
+        .collect();
+    let mut invalid = 0usize;
+    let mut scores: Vec<Option<rs::SampleScores>> = Vec::with_capacity(samples.len());
+    let entailer_id = match &options.entailer {
+        Entailer::Offline => rs::OFFLINE_ENTAILER.to_string(),
+        Entailer::Llm(llm) => llm.id(),
+    };
+    match &options.entailer {
+        Entailer::Offline => {
+            for (target, predicted) in &samples {
+                scores.push(predicted.map(|p| {
+                    rs::score_sample(
+                        p,
+                        target,
+                        &rs::offline_evidence(p, target),
+                        &rs::offline_evidence(target, p),
+                    )
+                }));
+            }
+        }
+        Entailer::Llm(llm) => {
+            let mut pairs: Vec<(&[Part], &[Part])> = Vec::new();
+            for (target, predicted) in &samples {
+                if let Some(p) = predicted {
+                    pairs.push((p.as_slice(), target.as_slice()));
+                    pairs.push((target.as_slice(), p.as_slice()));
+                }
+            }
+            let mut answers = llm.entail(&pairs).await?.into_iter();
+            for (target, predicted) in &samples {
+                let Some(p) = predicted else {
+                    scores.push(None);
+                    continue;
+                };
+                match (answers.next(), answers.next()) {
+                    (Some(Ok(precision)), Some(Ok(recall))) => {
+                        scores.push(Some(rs::score_sample(p, target, &precision, &recall)));
+                    }
+                    _ => scores.push(None),
+                }
+            }
+        }
+    }
+    for s in &scores {
+        if s.is_none() {
+            invalid += 1;
+        }
+    }
+    let valid: Vec<&rs::SampleScores> = scores.iter().flatten().collect();
+    let directions = ["precision", "recall", "f1"];
+    // One value per sub-metric and direction and sample; samples with the same values are one
+    // pattern, so a resample sums its weights per pattern first (1 M samples share a few
+    // thousand patterns).
+    let values = |s: &rs::SampleScores| -> Vec<Option<f64>> {
+        (0..SubMetric::ALL.len())
+            .flat_map(|m| [s.precision[m], s.recall[m], s.f1[m]])
+            .collect()
+    };
+    let mut pattern_of: HashMap<Vec<Option<u64>>, usize> = HashMap::new();
+    let mut patterns: Vec<Vec<Option<f64>>> = Vec::new();
+    let sample_pattern: Vec<usize> = valid
+        .iter()
+        .map(|s| {
+            let v = values(s);
+            let bits = v.iter().map(|x| x.map(f64::to_bits)).collect();
+            *pattern_of.entry(bits).or_insert_with(|| {
+                patterns.push(v);
+                patterns.len() - 1
+            })
+        })
+        .collect();
+    let width = SubMetric::ALL.len() * 3;
+    let mut defs = Vec::new();
+    for (m, metric) in SubMetric::ALL.iter().enumerate() {
+        for (d, direction) in directions.iter().enumerate() {
+            let n = valid
+                .iter()
+                .filter(|s| values(s)[m * 3 + d].is_some())
+                .count() as u64;
+            defs.push(ScoreDef::new(
+                "predictions",
+                "sub-metric",
+                metric.name(),
+                direction,
+                n,
+            ));
+        }
+    }
+    let statistic = |weights: &[u32]| -> Vec<Option<f64>> {
+        let mut per_pattern = vec![0u64; patterns.len()];
+        for (&w, &p) in weights.iter().zip(&sample_pattern) {
+            per_pattern[p] += u64::from(w);
+        }
+        let mut sum = vec![0.0f64; width];
+        let mut count = vec![0u64; width];
+        for (pattern, &w) in patterns.iter().zip(&per_pattern) {
+            if w == 0 {
+                continue;
+            }
+            for (k, value) in pattern.iter().enumerate() {
+                if let Some(v) = value {
+                    sum[k] += v * w as f64;
+                    count[k] += w;
+                }
+            }
+        }
+        sum.iter()
+            .zip(&count)
+            .map(|(s, &c)| (c > 0).then(|| s / c as f64))
+            .collect()
+    };
+    let settings = json!({
+        "predictions": options.predictions.display().to_string(),
+        "targets": "qa",
+        "entailer": entailer_id,
+        "options": options.eval.to_json(),
+    });
+    let mut evaluation = Evaluation::bootstrap(
+        "radstruct",
+        settings,
+        options.eval,
+        valid.len(),
+        defs,
+        statistic,
+    );
+    evaluation.notes.push(format!(
+        "{} samples scored, {invalid} invalid (no parts or an unusable entailment answer) and \
+         ignored; {} predictions without a target question",
+        valid.len(),
+        predictions.len() - matched
+    ));
+    Ok(evaluation)
+}
