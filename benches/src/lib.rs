@@ -73,3 +73,98 @@ pub async fn run_stage(lake: &cxrlake_lake::Lake, name: &str) -> cxrlake_pipelin
         .await
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
+
+/// A lake with `qa` for `studies` synthetic studies (seed 0): synth, ingest, every stage to `qa`.
+pub async fn build_qa_lake(lake: &cxrlake_lake::Lake, corpus: &std::path::Path, studies: usize) {
+    cxrlake_synth::generate(&cxrlake_synth::SynthOptions::new(studies, 0, corpus)).expect("synth");
+    lake.init().await.expect("init");
+    cxrlake_ingest::ingest(
+        lake,
+        &cxrlake_ingest::IngestOptions::new(vec![corpus.to_path_buf()]),
+    )
+    .await
+    .expect("ingest");
+    let defs = cxrlake_refdefs::RefDefs::embedded().expect("refdefs");
+    cxrlake_pipeline::refdefs::load_reference_tables(lake, &defs)
+        .await
+        .expect("ref tables");
+    for stage in ["extract", "localize", "map", "graph", "balance", "qa"] {
+        run_stage(lake, stage).await;
+    }
+}
+
+/// `column` with `suffix` appended to every value.
+pub fn suffixed(column: &arrow::array::ArrayRef, suffix: &str) -> arrow::array::ArrayRef {
+    use arrow::array::{AsArray, StringArray};
+    let text = arrow::compute::cast(column, &arrow::datatypes::DataType::Utf8).expect("utf8");
+    let values: StringArray = text
+        .as_string::<i32>()
+        .iter()
+        .map(|v| v.map(|v| format!("{v}{suffix}")))
+        .collect();
+    std::sync::Arc::new(values)
+}
+
+/// Replaces `table` with `copies` copies of the rows `sql` reads (each batch passed through
+/// `map` first), the copies' `patient_id` and `study_id` suffixed `001`, `002`, … (the first
+/// copy keeps its ids), written in commits of about 400 batches.
+pub async fn replicate_table(
+    lake: &cxrlake_lake::Lake,
+    table: &str,
+    sql: &str,
+    copies: usize,
+    map: impl Fn(&arrow::array::RecordBatch) -> arrow::array::RecordBatch,
+) {
+    use arrow::array::RecordBatch;
+    let ctx = lake.session().await.expect("session");
+    let read = ctx
+        .sql(sql)
+        .await
+        .expect("plan")
+        .collect()
+        .await
+        .expect("read");
+    let mut batches: Vec<RecordBatch> =
+        read.iter().filter(|b| b.num_rows() > 0).map(&map).collect();
+    let originals = batches.clone();
+    let mut first = true;
+    for copy in 1..copies.max(1) {
+        let suffix = format!("{copy:03}");
+        for batch in &originals {
+            let schema = batch.schema();
+            let columns = batch
+                .columns()
+                .iter()
+                .zip(schema.fields())
+                .map(|(column, field)| match field.name().as_str() {
+                    "patient_id" | "study_id" => suffixed(column, &suffix),
+                    _ => std::sync::Arc::clone(column),
+                })
+                .collect();
+            batches.push(RecordBatch::try_new(schema, columns).expect("copy"));
+        }
+        if batches.len() >= 400 {
+            write_batches(lake, table, std::mem::take(&mut batches), first).await;
+            first = false;
+        }
+    }
+    if !batches.is_empty() {
+        write_batches(lake, table, batches, first).await;
+    }
+}
+
+/// Writes `batches` to `table`, replacing it when `first`.
+async fn write_batches(
+    lake: &cxrlake_lake::Lake,
+    table: &str,
+    batches: Vec<arrow::array::RecordBatch>,
+    first: bool,
+) {
+    let write = lake.write(table);
+    let write = if first {
+        write.overwrite()
+    } else {
+        write.append()
+    };
+    write.execute(batches).await.expect("write copies");
+}

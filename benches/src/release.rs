@@ -19,19 +19,16 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use arrow::array::{ArrayRef, AsArray, Int8Array, RecordBatch, StringArray};
+use arrow::array::{AsArray, Int8Array, RecordBatch, StringArray};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Float64Type};
-use cxrlake_benches::{bench_dir, env_number, init_logging, run_stage};
+use cxrlake_benches::{bench_dir, build_qa_lake, env_number, init_logging, replicate_table};
 use cxrlake_export::release::{portable_batch, portable_schema};
 use cxrlake_export::{
     ReleaseExport, ReleaseFormat, ReleaseImport, Subset, export_release, import_release,
 };
-use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
-use cxrlake_refdefs::RefDefs;
 use cxrlake_schemas::Rating;
-use cxrlake_synth::{SynthOptions, generate};
 
 #[tokio::main]
 #[allow(clippy::print_stdout)]
@@ -46,7 +43,7 @@ async fn main() {
         .with_session_factory(cxrlake_udfs::session_context_on);
     if std::env::var_os("RELEASE_BENCH_REUSE").is_none() || !lake_dir.exists() {
         let started = Instant::now();
-        build_lake(&lake, &root.join("corpus"), studies).await;
+        build_qa_lake(&lake, &root.join("corpus"), studies).await;
         replicate(&lake, copies).await;
         println!("lake built in {:.1} s", started.elapsed().as_secs_f64());
     }
@@ -140,92 +137,20 @@ fn formats() -> Vec<ReleaseFormat> {
     formats
 }
 
-/// A lake with `qa` for `studies` synthetic studies.
-async fn build_lake(lake: &Lake, corpus: &Path, studies: usize) {
-    generate(&SynthOptions::new(studies, 0, corpus)).expect("synth");
-    lake.init().await.expect("init");
-    ingest(lake, &IngestOptions::new(vec![corpus.to_path_buf()]))
-        .await
-        .expect("ingest");
-    let defs = RefDefs::embedded().expect("refdefs");
-    cxrlake_pipeline::refdefs::load_reference_tables(lake, &defs)
-        .await
-        .expect("ref tables");
-    for stage in ["extract", "localize", "map", "graph", "balance", "qa"] {
-        run_stage(lake, stage).await;
-    }
-}
-
-/// `column` with `suffix` appended to every value.
-fn suffixed(column: &ArrayRef, suffix: &str) -> ArrayRef {
-    let text = cast(column, &DataType::Utf8).expect("utf8");
-    let values: StringArray = text
-        .as_string::<i32>()
-        .iter()
-        .map(|v| v.map(|v| format!("{v}{suffix}")))
-        .collect();
-    Arc::new(values)
-}
-
 /// Appends `copies - 1` copies of `qa`, `images` and `scene_graphs` with new patient and study
 /// ids, and rates every QA pair by hash.
 async fn replicate(lake: &Lake, copies: usize) {
-    let ctx = lake.session().await.expect("session");
     for table in ["images", "scene_graphs", "qa"] {
         let sql = if table == "qa" {
             "SELECT *, sample_hash(5, study_id, question_id) AS h FROM qa".to_string()
         } else {
             format!("SELECT * FROM {table}")
         };
-        let batches = ctx
-            .sql(&sql)
-            .await
-            .expect("plan")
-            .collect()
-            .await
-            .expect("read");
-        let mut batches: Vec<RecordBatch> = batches
-            .iter()
-            .filter(|b| b.num_rows() > 0)
-            .map(|batch| rate(batch, table == "qa"))
-            .collect();
-        let originals = batches.clone();
-        let mut first = true;
-        for copy in 1..copies.max(1) {
-            let suffix = format!("{copy:03}");
-            for batch in &originals {
-                let schema = batch.schema();
-                let columns = batch
-                    .columns()
-                    .iter()
-                    .zip(schema.fields())
-                    .map(|(column, field)| match field.name().as_str() {
-                        "patient_id" | "study_id" => suffixed(column, &suffix),
-                        _ => Arc::clone(column),
-                    })
-                    .collect();
-                batches.push(RecordBatch::try_new(schema, columns).expect("copy"));
-            }
-            if batches.len() >= 400 {
-                write(lake, table, std::mem::take(&mut batches), first).await;
-                first = false;
-            }
-        }
-        if !batches.is_empty() {
-            write(lake, table, batches, first).await;
-        }
+        replicate_table(lake, table, &sql, copies, |batch| {
+            rate(batch, table == "qa")
+        })
+        .await;
     }
-}
-
-/// Writes `batches` to `table`, replacing it when `first`.
-async fn write(lake: &Lake, table: &str, batches: Vec<RecordBatch>, first: bool) {
-    let write = lake.write(table);
-    let write = if first {
-        write.overwrite()
-    } else {
-        write.append()
-    };
-    write.execute(batches).await.expect("write copies");
 }
 
 /// `batch` with plain types; for `qa`, rated by its last column `h` (a hash in [0, 1)), which is

@@ -111,6 +111,21 @@ pub enum EvaluateCommand {
         #[command(flatten)]
         common: EvalArgs,
     },
+    /// RadStrucVQA (paper 000 F.2, table 18): precision, recall, F1 of the 12 sub-metrics of
+    /// structured predictions against the lake's qa
+    Radstruct {
+        /// The model's answers: study_id, question_id, answers (answer parts shaped like
+        /// qa.answers: text, positiveness, obs_entities, regions, obs_categories,
+        /// obs_subcategories, localization) as .jsonl or .parquet
+        #[arg(long, value_name = "FILE")]
+        predictions: PathBuf,
+        /// Entailment between answer parts: offline (tag, polarity and text-overlap rules) or
+        /// llm (--llm-endpoint, --model; prompts/evaluate/, cached in llm_calls)
+        #[arg(long, default_value = "offline")]
+        entailer: String,
+        #[command(flatten)]
+        common: EvalArgs,
+    },
     /// Multiple-choice accuracy (ReXVQA): overall, per category and task type
     Choice {
         /// Questions with the correct letter(s): question_id, answer[, category][, task_type]
@@ -254,6 +269,29 @@ impl EvaluateCommand {
                     eval::boxes_vs_reference(lake, &defs, &options).await?,
                     common,
                 )
+            }
+            EvaluateCommand::Radstruct {
+                predictions,
+                entailer,
+                common,
+            } => {
+                let entailer = match entailer.as_str() {
+                    "offline" => eval::Entailer::Offline,
+                    "llm" => eval::Entailer::Llm(std::sync::Arc::new(
+                        eval::LlmEntailer::open(lake, &lake.settings().cxrlake).await?,
+                    )),
+                    other => {
+                        return Err(CliError::Usage(format!(
+                            "--entailer takes offline or llm, not '{other}'"
+                        )));
+                    }
+                };
+                let options = eval::RadStructOptions {
+                    predictions: predictions.clone(),
+                    entailer,
+                    eval: common.options()?,
+                };
+                (eval::radstruct_scores(lake, &options).await?, common)
             }
             EvaluateCommand::Choice {
                 targets,

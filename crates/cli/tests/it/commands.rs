@@ -545,3 +545,120 @@ fn sql_set_changes_what_the_settings_functions_compute() {
     let empty = cxrlake(&lake, &["sql", " ; "]);
     assert_ne!(empty.status.code(), Some(0));
 }
+
+#[test]
+fn evaluate_prints_stores_and_checks_its_inputs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = dir.path().join("lake");
+    let corpus = dir.path().join("corpus");
+    let ok = |output: Output| {
+        assert!(output.status.success(), "{}", stderr(&output));
+        stdout(&output)
+    };
+    let corpus_arg = corpus.to_str().expect("utf8");
+    ok(cxrlake(&lake, &["init"]));
+    ok(cxrlake(
+        &lake,
+        &[
+            "synth",
+            "--studies",
+            "16",
+            "--seed",
+            "9",
+            "--out",
+            corpus_arg,
+        ],
+    ));
+    ok(cxrlake(&lake, &["ingest", corpus_arg]));
+    ok(cxrlake(&lake, &["run"]));
+
+    // Tags vs the ingested CheXpert labels: a printed table with intervals, stored in the lake.
+    let labels = ok(cxrlake(&lake, &["evaluate", "labels", "--n-boot", "50"]));
+    assert!(labels.contains("→ table eval_labels"), "{labels}");
+    assert!(
+        labels.contains("95 % CI") && labels.contains("CXP-13"),
+        "{labels}"
+    );
+    let json = ok(cxrlake(
+        &lake,
+        &["evaluate", "labels", "--n-boot", "0", "--json"],
+    ));
+    let rows: serde_json::Value = serde_json::from_str(&json).expect("JSON array");
+    assert!(
+        rows.as_array()
+            .is_some_and(|r| r.iter().any(|row| row["metric"] == "mcc")),
+        "{json}"
+    );
+    let stored = ok(cxrlake(
+        &lake,
+        &[
+            "sql",
+            "SELECT count(DISTINCT eval_id) AS n FROM eval_labels",
+            "--format",
+            "csv",
+        ],
+    ));
+    assert_eq!(stored.lines().nth(1), Some("2"), "{stored}");
+
+    // The lake's own answers as RadStrucVQA predictions score 1.0 on every sub-metric.
+    let predictions = dir.path().join("p.parquet");
+    ok(cxrlake(
+        &lake,
+        &[
+            "sql",
+            "SELECT study_id, question_id, answers FROM qa",
+            "--format",
+            "parquet",
+            "--out",
+            predictions.to_str().expect("utf8"),
+        ],
+    ));
+    let radstruct = ok(cxrlake(
+        &lake,
+        &[
+            "evaluate",
+            "radstruct",
+            "--predictions",
+            predictions.to_str().expect("utf8"),
+            "--n-boot",
+            "20",
+            "--format",
+            "csv",
+        ],
+    ));
+    let mut scored = 0;
+    for line in radstruct.lines().skip(1) {
+        let fields: Vec<&str> = line.split(',').collect();
+        if let Some(estimate) = fields.get(7).filter(|v| !v.is_empty()) {
+            assert_eq!(*estimate, "1.0", "{line}");
+            scored += 1;
+        }
+    }
+    assert!(scored >= 24, "{radstruct}");
+
+    // Wrong values and files: one line naming what to fix.
+    let bad = cxrlake(&lake, &["evaluate", "labels", "--uncertain", "maybe"]);
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("--uncertain takes ignore, positive or negative"),
+        "{}",
+        stderr(&bad)
+    );
+    let ratings = dir.path().join("ratings.csv");
+    std::fs::write(&ratings, "item,judge,value\n1,a,A\n").expect("write");
+    let bad = cxrlake(
+        &lake,
+        &[
+            "evaluate",
+            "agreement",
+            "--ratings",
+            ratings.to_str().expect("utf8"),
+        ],
+    );
+    assert!(!bad.status.success());
+    assert!(
+        stderr(&bad).contains("missing column(s) rater"),
+        "{}",
+        stderr(&bad)
+    );
+}

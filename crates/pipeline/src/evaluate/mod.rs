@@ -33,7 +33,7 @@ pub use boxes::{BoxOptions, boxes_vs_reference};
 pub use choice::{ChoiceOptions, choice_accuracy};
 pub use gemex::{GemexOptions, gemex_scores};
 pub use labels::{LabelOptions, LabelSource, Uncertain, labels_vs_scene_graphs};
-pub use radstruct::{Entailer, LlmEntail, RadStructOptions, radstruct_scores};
+pub use radstruct::{Entailer, LlmEntail, LlmEntailer, RadStructOptions, radstruct_scores};
 pub use scores::{EvalOptions, Evaluation, Score};
 pub use text::{TextOptions, TextTargets, text_scores};
 pub use truth::*;

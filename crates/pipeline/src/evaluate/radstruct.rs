@@ -386,3 +386,101 @@ pub async fn radstruct_scores(lake: &Lake, options: &RadStructOptions) -> Result
     ));
     Ok(evaluation)
 }
+
+/// The LLM entailer: one chat request per direction of a sample (the prompt of
+/// `prompts/evaluate/`, texts only), asked for `entailment.schema.json`, answered from and
+/// recorded in the lake's `llm_calls` (cache key: model, prompt and the prompt files' version).
+#[derive(Debug)]
+pub struct LlmEntailer {
+    client: std::sync::Arc<cxrlake_llm::LlmClient>,
+    id: String,
+    schema: serde_json::Value,
+}
+
+impl LlmEntailer {
+    /// The entailer of the LLM `settings` name (`--llm-endpoint`, `--model`; the PHI guard
+    /// applies), caching in `lake`'s `llm_calls`.
+    pub async fn open(lake: &Lake, settings: &cxrlake_lake::CxrlakeConfig) -> Result<Self> {
+        let config = crate::settings::llm_config(settings)?.ok_or_else(|| {
+            PipelineError::Config(
+                "--entailer llm needs an LLM: --llm-endpoint URL --model NAME".into(),
+            )
+        })?;
+        let files = [
+            rs::ENTAILMENT_SYSTEM,
+            rs::ENTAILMENT_FEWSHOT,
+            rs::ENTAILMENT_SCHEMA,
+        ];
+        let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
+        for file in files {
+            sha2::Digest::update(&mut hasher, file.as_bytes());
+        }
+        let version = format!(
+            "evaluate-entailment-{}",
+            &hex::encode(sha2::Digest::finalize(hasher))[..12]
+        );
+        let model = config.model.clone();
+        let cache =
+            crate::llm_calls::LakeCache::open(lake, config.endpoint.as_str(), &config.model)
+                .await?;
+        let client = cxrlake_llm::LlmClient::new(config)?
+            .with_cache(cache)
+            .with_prompt_version(version.clone());
+        let schema = serde_json::from_str(rs::ENTAILMENT_SCHEMA)
+            .map_err(|e| PipelineError::Config(format!("entailment.schema.json: {e}")))?;
+        Ok(Self {
+            client: std::sync::Arc::new(client),
+            id: format!("llm:{model}@{version}"),
+            schema,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl LlmEntail for LlmEntailer {
+    fn id(&self) -> String {
+        self.id.clone()
+    }
+
+    async fn entail(
+        &self,
+        pairs: &[(&[Part], &[Part])],
+    ) -> Result<Vec<std::result::Result<Vec<Evidence>, String>>> {
+        // Without context nothing is entailed: no request.
+        let asked: Vec<usize> = (0..pairs.len())
+            .filter(|&i| !pairs[i].1.is_empty())
+            .collect();
+        let requests: Vec<cxrlake_llm::LlmRequest> = asked
+            .iter()
+            .map(|&i| {
+                let (hypotheses, context) = pairs[i];
+                let prompt = rs::entailment_prompt(
+                    rs::ENTAILMENT_SYSTEM,
+                    rs::ENTAILMENT_FEWSHOT,
+                    hypotheses,
+                    context,
+                );
+                let mut request =
+                    cxrlake_llm::LlmRequest::chat(vec![cxrlake_llm::ChatMessage::user(prompt)]);
+                request.guided_json = Some(self.schema.clone());
+                request
+            })
+            .collect();
+        let answers = self.client.complete_all(&requests).await;
+        let mut out: Vec<std::result::Result<Vec<Evidence>, String>> = pairs
+            .iter()
+            .map(|(hypotheses, _)| Ok(vec![Evidence::not_entailed(); hypotheses.len()]))
+            .collect();
+        for (&i, answer) in asked.iter().zip(answers) {
+            let (hypotheses, context) = pairs[i];
+            out[i] = match answer {
+                Ok(response) => {
+                    rs::parse_entailment(&response.text, hypotheses.len(), context.len())
+                        .map_err(|e| e.to_string())
+                }
+                Err(e) => Err(e.to_string()),
+            };
+        }
+        Ok(out)
+    }
+}

@@ -469,3 +469,115 @@ async fn agreement(dir: &Path) {
     );
     assert!((kappa - 0.5).abs() < 1e-12, "{evaluation}");
 }
+
+/// A very literal entailment LLM: a hypothesis phrase is ENTAILED by the reference phrases with
+/// the same text; prompts whose task mentions "pneumothorax" get prose instead of JSON.
+fn entailment_answer(prompt: &str) -> String {
+    let task = &prompt[prompt.rfind("Reference phrases:").expect("task")..];
+    if task.to_lowercase().contains("pneumothorax") {
+        return "I think these phrases mostly agree.".into();
+    }
+    let (references, hypotheses) = task.split_once("Hypothesis phrases:").expect("hypotheses");
+    let numbered = |block: &str| -> Vec<String> {
+        block
+            .lines()
+            .filter_map(|l| {
+                l.split_once(". ")
+                    .filter(|(n, _)| n.trim().parse::<usize>().is_ok())
+            })
+            .map(|(_, text)| text.trim().to_string())
+            .collect()
+    };
+    let references = numbered(references);
+    let phrases: Vec<Value> = numbered(hypotheses.split("Answer:").next().unwrap_or_default())
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let evidence: Vec<usize> = references
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| *r == h)
+                .map(|(j, _)| j + 1)
+                .collect();
+            let status = if evidence.is_empty() {
+                "NOT_ENTAILED"
+            } else {
+                "ENTAILED"
+            };
+            serde_json::json!({"index": i + 1, "status": status, "evidence": evidence})
+        })
+        .collect();
+    serde_json::json!({ "phrases": phrases }).to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_entailment_scores_parses_and_caches() {
+    let server = crate::llm_server::ExtractionServer::start_answering(
+        entailment_answer,
+        std::time::Duration::ZERO,
+        usize::MAX,
+    )
+    .await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (lake, _) = qa_lake(dir.path(), 12, 5).await;
+    let predictions = dir.path().join("radstruct.jsonl");
+    let lines = json_lines(&lake, "SELECT study_id, question_id, answers FROM qa").await;
+    write(&predictions, &lines.join("\n"));
+    let mut settings = cxrlake_lake::Settings::load(None).expect("settings");
+    settings
+        .set("llm_endpoint", &server.endpoint())
+        .expect("endpoint");
+    settings.set("llm_model", "entail-model").expect("model");
+    let entailer = eval::LlmEntailer::open(&lake, &settings.cxrlake)
+        .await
+        .expect("entailer");
+    let rs_options = RadStructOptions {
+        predictions,
+        entailer: eval::Entailer::Llm(std::sync::Arc::new(entailer)),
+        eval: options(20),
+    };
+    let first = eval::radstruct_scores(&lake, &rs_options)
+        .await
+        .expect("radstruct");
+    let asked = server.answers();
+    assert!(asked > 0);
+    // Every parsed sample entails itself; the prose answers make their samples invalid.
+    for s in first
+        .scores
+        .iter()
+        .filter(|s| s.metric != "f1" || s.estimate.is_some())
+    {
+        if let Some(value) = s.estimate {
+            assert!((value - 1.0).abs() < 1e-9, "{s:?}\n{first}");
+        }
+    }
+    assert!(
+        first.settings["entailer"]
+            .as_str()
+            .expect("id")
+            .starts_with("llm:entail-model@evaluate-entailment-")
+    );
+    let note = first.notes.join(" ");
+    let invalid: usize = note
+        .split(" invalid")
+        .next()
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .expect("invalid count in the note");
+    assert!(invalid > 0, "{note}");
+    // A second evaluation is answered from llm_calls.
+    let entailer = eval::LlmEntailer::open(&lake, &settings.cxrlake)
+        .await
+        .expect("entailer");
+    let again = eval::radstruct_scores(
+        &lake,
+        &RadStructOptions {
+            entailer: eval::Entailer::Llm(std::sync::Arc::new(entailer)),
+            ..rs_options
+        },
+    )
+    .await
+    .expect("radstruct");
+    assert_eq!(server.answers(), asked, "nothing asked again");
+    assert_eq!(again.scores, first.scores);
+}
