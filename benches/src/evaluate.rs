@@ -103,6 +103,7 @@ async fn main() {
         &lake,
         &RadStructOptions {
             predictions,
+            baseline: None,
             entailer: eval::Entailer::Offline,
             eval: options,
         },

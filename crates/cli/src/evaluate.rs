@@ -123,6 +123,10 @@ pub enum EvaluateCommand {
         /// llm (--llm-endpoint, --model; prompts/evaluate/, cached in llm_calls)
         #[arg(long, default_value = "offline")]
         entailer: String,
+        /// Another model's answers (same format), scored on the same samples: paired
+        /// bootstrap differences (predictions − baseline)
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
         #[command(flatten)]
         common: EvalArgs,
     },
@@ -273,6 +277,7 @@ impl EvaluateCommand {
             EvaluateCommand::Radstruct {
                 predictions,
                 entailer,
+                baseline,
                 common,
             } => {
                 let entailer = match entailer.as_str() {
@@ -288,6 +293,7 @@ impl EvaluateCommand {
                 };
                 let options = eval::RadStructOptions {
                     predictions: predictions.clone(),
+                    baseline: baseline.clone(),
                     entailer,
                     eval: common.options()?,
                 };

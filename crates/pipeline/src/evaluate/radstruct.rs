@@ -51,6 +51,8 @@ pub enum Entailer {
 pub struct RadStructOptions {
     /// The model's structured answers.
     pub predictions: PathBuf,
+    /// Another model's answers, scored on the same samples with paired differences.
+    pub baseline: Option<PathBuf>,
     /// How entailment is decided.
     pub entailer: Entailer,
     /// Bootstrap settings.
@@ -108,9 +110,11 @@ async fn parts(ctx: &SessionContext, table: &str) -> Result<BTreeMap<(String, St
         ctx,
         STAGE,
         &format!(
-            "WITH f AS (SELECT CAST(study_id AS VARCHAR) AS sid, CAST(question_id AS VARCHAR) AS qid, \
-                               unnest(answers) AS a FROM {table}) \
-             SELECT sid, qid, row_number() OVER (PARTITION BY sid, qid) AS k, a FROM f"
+            // k: the part's position in its list (two unnests of equal length zip), so prompts
+            // number the parts the same way in every run (and the LLM cache hits).
+            "SELECT CAST(study_id AS VARCHAR) AS sid, CAST(question_id AS VARCHAR) AS qid, \
+                    unnest(range(1, CAST(array_length(answers) AS BIGINT) + 1)) AS k, unnest(answers) AS a \
+             FROM {table} WHERE array_length(answers) > 0"
         ),
     )
     .await?;
@@ -225,44 +229,16 @@ async fn parts(ctx: &SessionContext, table: &str) -> Result<BTreeMap<(String, St
     Ok(out)
 }
 
-/// The RadStrucVQA scores of the predictions against the lake's `qa`.
-pub async fn radstruct_scores(lake: &Lake, options: &RadStructOptions) -> Result<Evaluation> {
-    let ctx = lake.session().await?;
-    register_file(&ctx, "predictions", &options.predictions).await?;
-    require_columns(
-        &ctx,
-        "predictions",
-        &options.predictions,
-        &["study_id", "question_id", "answers"],
-    )
-    .await?;
-    let targets = parts(&ctx, "qa").await?;
-    let predictions = parts(&ctx, "predictions").await?;
-    let matched = predictions
-        .keys()
-        .filter(|k| targets.contains_key(*k))
-        .count();
-    if matched == 0 {
-        return Err(PipelineError::Config(format!(
-            "no prediction of {} matches a question of the lake's qa by (study_id, question_id)",
-            options.predictions.display()
-        )));
-    }
-    // (target parts, predicted parts when the prediction has any) per matched question.
-    let samples: Vec<(&Vec<Part>, Option<&Vec<Part>>)> = targets
-        .iter()
-        .filter(|(k, _)| predictions.contains_key(*k))
-        .map(|(k, t)| (t, predictions.get(k).filter(|p| !p.is_empty())))
-        .collect();
-    let mut invalid = 0usize;
-    let mut scores: Vec<Option<rs::SampleScores>> = Vec::with_capacity(samples.len());
-    let entailer_id = match &options.entailer {
-        Entailer::Offline => rs::OFFLINE_ENTAILER.to_string(),
-        Entailer::Llm(llm) => llm.id(),
-    };
-    match &options.entailer {
+/// Scores every sample (target parts, predicted parts when there are any); None where the
+/// prediction has no parts or the entailment answer is unusable.
+async fn score_samples(
+    entailer: &Entailer,
+    samples: &[(&Vec<Part>, Option<&Vec<Part>>)],
+) -> Result<Vec<Option<rs::SampleScores>>> {
+    let mut scores = Vec::with_capacity(samples.len());
+    match entailer {
         Entailer::Offline => {
-            for (target, predicted) in &samples {
+            for (target, predicted) in samples {
                 scores.push(predicted.map(|p| {
                     rs::score_sample(
                         p,
@@ -275,14 +251,14 @@ pub async fn radstruct_scores(lake: &Lake, options: &RadStructOptions) -> Result
         }
         Entailer::Llm(llm) => {
             let mut pairs: Vec<(&[Part], &[Part])> = Vec::new();
-            for (target, predicted) in &samples {
+            for (target, predicted) in samples {
                 if let Some(p) = predicted {
                     pairs.push((p.as_slice(), target.as_slice()));
                     pairs.push((target.as_slice(), p.as_slice()));
                 }
             }
             let mut answers = llm.entail(&pairs).await?.into_iter();
-            for (target, predicted) in &samples {
+            for (target, predicted) in samples {
                 let Some(p) = predicted else {
                     scores.push(None);
                     continue;
@@ -296,27 +272,74 @@ pub async fn radstruct_scores(lake: &Lake, options: &RadStructOptions) -> Result
             }
         }
     }
-    for s in &scores {
-        if s.is_none() {
-            invalid += 1;
-        }
+    Ok(scores)
+}
+
+/// The RadStrucVQA scores of the predictions (and of the baseline's, on the same samples, with
+/// paired differences) against the lake's `qa`.
+pub async fn radstruct_scores(lake: &Lake, options: &RadStructOptions) -> Result<Evaluation> {
+    let ctx = lake.session().await?;
+    let mut files = vec![("predictions", &options.predictions)];
+    if let Some(baseline) = &options.baseline {
+        files.push(("baseline", baseline));
     }
-    let valid: Vec<&rs::SampleScores> = scores.iter().flatten().collect();
+    let targets = parts(&ctx, "qa").await?;
+    let mut systems = Vec::new();
+    for (name, path) in &files {
+        register_file(&ctx, name, path).await?;
+        require_columns(&ctx, name, path, &["study_id", "question_id", "answers"]).await?;
+        let predicted = parts(&ctx, name).await?;
+        if !predicted.keys().any(|k| targets.contains_key(k)) {
+            return Err(PipelineError::Config(format!(
+                "no prediction of {} matches a question of the lake's qa by (study_id, question_id)",
+                path.display()
+            )));
+        }
+        systems.push(predicted);
+    }
+    // The questions every system answered (paired samples).
+    let keys: Vec<&(String, String)> = targets
+        .keys()
+        .filter(|k| systems.iter().all(|s| s.contains_key(*k)))
+        .collect();
+    let mut per_system = Vec::new();
+    for predicted in &systems {
+        let samples: Vec<(&Vec<Part>, Option<&Vec<Part>>)> = keys
+            .iter()
+            .map(|k| (&targets[*k], predicted.get(*k).filter(|p| !p.is_empty())))
+            .collect();
+        per_system.push(score_samples(&options.entailer, &samples).await?);
+    }
+    let entailer_id = match &options.entailer {
+        Entailer::Offline => rs::OFFLINE_ENTAILER.to_string(),
+        Entailer::Llm(llm) => llm.id(),
+    };
+    // A sample counts when every system's scores are valid.
+    let valid: Vec<Vec<&rs::SampleScores>> = (0..keys.len())
+        .filter_map(|i| {
+            per_system
+                .iter()
+                .map(|s| s[i].as_ref())
+                .collect::<Option<Vec<_>>>()
+        })
+        .collect();
+    let invalid = keys.len() - valid.len();
     let directions = ["precision", "recall", "f1"];
-    // One value per sub-metric and direction and sample; samples with the same values are one
-    // pattern, so a resample sums its weights per pattern first (1 M samples share a few
-    // thousand patterns).
+    let width = SubMetric::ALL.len() * 3;
     let values = |s: &rs::SampleScores| -> Vec<Option<f64>> {
         (0..SubMetric::ALL.len())
             .flat_map(|m| [s.precision[m], s.recall[m], s.f1[m]])
             .collect()
     };
+    // One value per sub-metric, direction, system and sample; samples with the same values are
+    // one pattern, so a resample sums its weights per pattern first (1 M samples share a few
+    // thousand patterns).
     let mut pattern_of: HashMap<Vec<Option<u64>>, usize> = HashMap::new();
     let mut patterns: Vec<Vec<Option<f64>>> = Vec::new();
     let sample_pattern: Vec<usize> = valid
         .iter()
-        .map(|s| {
-            let v = values(s);
+        .map(|sample| {
+            let v: Vec<Option<f64>> = sample.iter().flat_map(|s| values(s)).collect();
             let bits = v.iter().map(|x| x.map(f64::to_bits)).collect();
             *pattern_of.entry(bits).or_insert_with(|| {
                 patterns.push(v);
@@ -324,30 +347,54 @@ pub async fn radstruct_scores(lake: &Lake, options: &RadStructOptions) -> Result
             })
         })
         .collect();
-    let width = SubMetric::ALL.len() * 3;
+    let baseline_name = options.baseline.as_ref().map(|p| {
+        p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    });
+    let mut names = vec!["predictions".to_string()];
+    names.extend(baseline_name.clone());
+    if systems.len() == 2 {
+        names.push("difference".into());
+    }
     let mut defs = Vec::new();
-    for (m, metric) in SubMetric::ALL.iter().enumerate() {
-        for (d, direction) in directions.iter().enumerate() {
-            let n = valid
-                .iter()
-                .filter(|s| values(s)[m * 3 + d].is_some())
-                .count() as u64;
-            defs.push(ScoreDef::new(
-                "predictions",
-                "sub-metric",
-                metric.name(),
-                direction,
-                n,
-            ));
+    for (sys, system) in names.iter().enumerate() {
+        for (m, metric) in SubMetric::ALL.iter().enumerate() {
+            for (d, direction) in directions.iter().enumerate() {
+                let k = m * 3 + d;
+                let n = valid
+                    .iter()
+                    .filter(|sample| {
+                        let own = |s: usize| values(sample[s])[k].is_some();
+                        if sys < systems.len() {
+                            own(sys)
+                        } else {
+                            own(0) && own(1)
+                        }
+                    })
+                    .count() as u64;
+                defs.push(ScoreDef::new(
+                    system,
+                    "sub-metric",
+                    metric.name(),
+                    direction,
+                    n,
+                ));
+            }
         }
     }
+    let n_systems = systems.len();
     let statistic = |weights: &[u32]| -> Vec<Option<f64>> {
         let mut per_pattern = vec![0u64; patterns.len()];
         for (&w, &p) in weights.iter().zip(&sample_pattern) {
             per_pattern[p] += u64::from(w);
         }
-        let mut sum = vec![0.0f64; width];
-        let mut count = vec![0u64; width];
+        let mut sum = vec![0.0f64; width * n_systems];
+        let mut count = vec![0u64; width * n_systems];
+        // Differences: over the samples where both systems' value is defined.
+        let mut diff_sum = vec![0.0f64; width];
+        let mut diff_count = vec![0u64; width];
         for (pattern, &w) in patterns.iter().zip(&per_pattern) {
             if w == 0 {
                 continue;
@@ -358,14 +405,30 @@ pub async fn radstruct_scores(lake: &Lake, options: &RadStructOptions) -> Result
                     count[k] += w;
                 }
             }
+            if n_systems == 2 {
+                for k in 0..width {
+                    if let (Some(a), Some(b)) = (pattern[k], pattern[width + k]) {
+                        diff_sum[k] += (a - b) * w as f64;
+                        diff_count[k] += w;
+                    }
+                }
+            }
         }
-        sum.iter()
-            .zip(&count)
-            .map(|(s, &c)| (c > 0).then(|| s / c as f64))
-            .collect()
+        let mean = |s: &[f64], c: &[u64]| -> Vec<Option<f64>> {
+            s.iter()
+                .zip(c)
+                .map(|(s, &c)| (c > 0).then(|| s / c as f64))
+                .collect()
+        };
+        let mut out = mean(&sum, &count);
+        if n_systems == 2 {
+            out.extend(mean(&diff_sum, &diff_count));
+        }
+        out
     };
     let settings = json!({
         "predictions": options.predictions.display().to_string(),
+        "baseline": options.baseline.as_ref().map(|p| p.display().to_string()),
         "targets": "qa",
         "entailer": entailer_id,
         "options": options.eval.to_json(),
@@ -382,8 +445,17 @@ pub async fn radstruct_scores(lake: &Lake, options: &RadStructOptions) -> Result
         "{} samples scored, {invalid} invalid (no parts or an unusable entailment answer) and \
          ignored; {} predictions without a target question",
         valid.len(),
-        predictions.len() - matched
+        systems[0].len()
+            - systems[0]
+                .keys()
+                .filter(|k| targets.contains_key(*k))
+                .count()
     ));
+    if n_systems == 2 {
+        evaluation.notes.push(
+            "difference = predictions − baseline, paired: the same samples and resamples".into(),
+        );
+    }
     Ok(evaluation)
 }
 

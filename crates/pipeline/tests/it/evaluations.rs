@@ -302,6 +302,7 @@ async fn radstruct(lake: &Lake, dir: &Path) {
     write(&predictions, &lines.join("\n"));
     let rs_options = RadStructOptions {
         predictions: predictions.clone(),
+        baseline: None,
         entailer: eval::Entailer::Offline,
         eval: options(50),
     };
@@ -533,6 +534,7 @@ async fn llm_entailment_scores_parses_and_caches() {
         .expect("entailer");
     let rs_options = RadStructOptions {
         predictions,
+        baseline: None,
         entailer: eval::Entailer::Llm(std::sync::Arc::new(entailer)),
         eval: options(20),
     };
