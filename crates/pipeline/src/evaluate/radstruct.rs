@@ -137,7 +137,7 @@ async fn parts(ctx: &SessionContext, table: &str) -> Result<BTreeMap<(String, St
             ctx,
             STAGE,
             &format!(
-                "SELECT sid, qid, k, {}, {}, {}, {}, {}, {} FROM {step} ORDER BY sid, qid, k",
+                "SELECT sid, qid, k, {}, {}, {}, {}, {}, {} FROM {step}",
                 field("text", false),
                 field("positiveness", false),
                 field("obs_entities", true),
@@ -174,8 +174,8 @@ async fn parts(ctx: &SessionContext, table: &str) -> Result<BTreeMap<(String, St
             .map(str::to_string)
             .collect()
     };
-    let mut out: BTreeMap<(String, String), Vec<Part>> = BTreeMap::new();
-    let mut index: BTreeMap<(String, String, String), usize> = BTreeMap::new();
+    // Parts with their position k, in whatever order the query returns them.
+    let mut numbered: BTreeMap<(String, String), Vec<(usize, Part)>> = BTreeMap::new();
     for row in part_rows {
         let [
             study,
@@ -191,9 +191,7 @@ async fn parts(ctx: &SessionContext, table: &str) -> Result<BTreeMap<(String, St
         else {
             continue;
         };
-        let parts = out.entry((study.clone(), question.clone())).or_default();
-        index.insert((study.clone(), question.clone(), k.clone()), parts.len());
-        parts.push(Part {
+        let part = Part {
             text: text.clone(),
             positive: match positiveness.as_str() {
                 "pos" => Some(true),
@@ -205,7 +203,11 @@ async fn parts(ctx: &SessionContext, table: &str) -> Result<BTreeMap<(String, St
             categories: list(categories),
             subcategories: list(subcategories),
             boxes: Vec::new(),
-        });
+        };
+        numbered
+            .entry((study.clone(), question.clone()))
+            .or_default()
+            .push((k.parse().unwrap_or(0), part));
     }
     for row in box_rows {
         let [study, question, k, image, x1, y1, x2, y2] = row.as_slice() else {
@@ -215,17 +217,22 @@ async fn parts(ctx: &SessionContext, table: &str) -> Result<BTreeMap<(String, St
             .iter()
             .filter_map(|v| v.parse().ok())
             .collect();
-        if c.len() != 4 {
-            continue;
-        }
-        if let Some(&i) = index.get(&(study.clone(), question.clone(), k.clone()))
-            && let Some(parts) = out.get_mut(&(study.clone(), question.clone()))
+        let k: usize = k.parse().unwrap_or(0);
+        if c.len() == 4
+            && let Some(parts) = numbered.get_mut(&(study.clone(), question.clone()))
+            && let Some((_, part)) = parts.iter_mut().find(|(j, _)| *j == k)
         {
-            parts[i]
-                .boxes
+            part.boxes
                 .push((image.clone(), Rect::new(c[0], c[1], c[2], c[3])));
         }
     }
+    let out = numbered
+        .into_iter()
+        .map(|(key, mut parts)| {
+            parts.sort_by_key(|(k, _)| *k);
+            (key, parts.into_iter().map(|(_, part)| part).collect())
+        })
+        .collect();
     Ok(out)
 }
 
