@@ -583,3 +583,44 @@ async fn llm_entailment_scores_parses_and_caches() {
     assert_eq!(server.answers(), asked, "nothing asked again");
     assert_eq!(again.scores, first.scores);
 }
+
+/// `cxrlake evaluate gemex` with the lake's own `gemex_qa` answers and boxes as predictions:
+/// A-score and V-score 1 for every question type that has them; answers and boxes replaced on
+/// half of the questions score lower (called by the offline GEMeX test, which builds the lake).
+pub async fn gemex_own_answers_score_one(lake: &Lake, dir: &Path) {
+    let predictions = dir.join("gemex-answers.jsonl");
+    let lines = json_lines(
+        lake,
+        "SELECT image_id, question_id, answer, arrow_cast(location, 'List(List(Float64))') AS location \
+         FROM gemex_qa",
+    )
+    .await;
+    write(&predictions, &lines.join("\n"));
+    let gemex_options = eval::GemexOptions {
+        predictions: predictions.clone(),
+        eval: options(50),
+    };
+    let same = eval::gemex_scores(lake, &gemex_options).await.expect("gemex");
+    for kind in ["closed-ended", "single-choice", "multi-choice"] {
+        assert_eq!(score(&same, "predictions", "question_type", kind, "a_score"), 1.0, "{same}");
+    }
+    assert_eq!(score(&same, "predictions", "overall", "all", "v_score"), 1.0, "{same}");
+    let wrong: Vec<String> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut row: Value = serde_json::from_str(line).expect("json");
+            if i % 2 == 0 {
+                row["answer"] = Value::from("I cannot tell.");
+                row["location"] = Value::Null;
+            }
+            row.to_string()
+        })
+        .collect();
+    write(&predictions, &wrong.join("\n"));
+    let worse = eval::gemex_scores(lake, &gemex_options).await.expect("gemex");
+    for metric in ["a_score", "v_score"] {
+        let value = score(&worse, "predictions", "overall", "all", metric);
+        assert!(value < 0.75 && value > 0.25, "{metric} = {value}\n{worse}");
+    }
+}

@@ -196,6 +196,8 @@ async fn offline_gemex_builds_exports_and_stays_up_to_date() {
             .iter()
             .all(|f| f.starts_with(dir.path().join("closed/llava")))
     );
+
+    crate::evaluations::gemex_own_answers_score_one(&lake, dir.path()).await;
 }
 
 fn read_json(path: &std::path::Path) -> Vec<Value> {
