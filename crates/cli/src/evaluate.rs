@@ -139,6 +139,10 @@ pub enum EvaluateCommand {
         /// The model's answers: question_id, answer
         #[arg(long, value_name = "FILE")]
         predictions: PathBuf,
+        /// Another model's answers (same columns), scored on the same questions: paired
+        /// bootstrap differences (predictions − baseline)
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
         #[command(flatten)]
         common: EvalArgs,
     },
@@ -148,6 +152,10 @@ pub enum EvaluateCommand {
         /// The model's answers: image_id, question_id, answer[, location: [[x1,y1,x2,y2], …]]
         #[arg(long, value_name = "FILE")]
         predictions: PathBuf,
+        /// Another model's answers (same columns), scored on the same questions: paired
+        /// bootstrap differences (predictions − baseline)
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
         #[command(flatten)]
         common: EvalArgs,
     },
@@ -163,6 +171,10 @@ pub enum EvaluateCommand {
         /// Also BERTScore, with the ONNX model of cxrlake.onnx_model / onnx_tokenizer
         #[arg(long)]
         bertscore: bool,
+        /// Another model's answers (same columns), scored on the same questions: paired
+        /// bootstrap differences (predictions − baseline)
+        #[arg(long, value_name = "FILE")]
+        baseline: Option<PathBuf>,
         #[command(flatten)]
         common: EvalArgs,
     },
@@ -302,21 +314,25 @@ impl EvaluateCommand {
             EvaluateCommand::Choice {
                 targets,
                 predictions,
+                baseline,
                 common,
             } => {
                 let options = eval::ChoiceOptions {
                     targets: targets.clone(),
                     predictions: predictions.clone(),
+                    baseline: baseline.clone(),
                     eval: common.options()?,
                 };
                 (eval::choice_accuracy(&options).await?, common)
             }
             EvaluateCommand::Gemex {
                 predictions,
+                baseline,
                 common,
             } => {
                 let options = eval::GemexOptions {
                     predictions: predictions.clone(),
+                    baseline: baseline.clone(),
                     eval: common.options()?,
                 };
                 (eval::gemex_scores(lake, &options).await?, common)
@@ -325,6 +341,7 @@ impl EvaluateCommand {
                 predictions,
                 targets,
                 bertscore,
+                baseline,
                 common,
             } => {
                 let embedder = if *bertscore {
@@ -354,6 +371,7 @@ impl EvaluateCommand {
                         file => eval::TextTargets::File(PathBuf::from(file)),
                     },
                     embedder,
+                    baseline: baseline.clone(),
                     eval: common.options()?,
                 };
                 (eval::text_scores(lake, &options).await?, common)

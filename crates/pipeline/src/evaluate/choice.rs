@@ -20,7 +20,9 @@ use std::path::PathBuf;
 use cxrlake_evaluate::assign::{ChoiceKind, choice_correct};
 use serde_json::json;
 
-use super::scores::{EvalOptions, Evaluation, ScoreDef};
+use super::scores::{
+    EvalOptions, Evaluation, ScoreDef, file_system_name, systems_defs, systems_statistic,
+};
 use super::{STAGE, register_file, require_columns, strings};
 use crate::error::Result;
 use crate::sql::collect;
@@ -32,6 +34,8 @@ pub struct ChoiceOptions {
     pub targets: PathBuf,
     /// The model's answers.
     pub predictions: PathBuf,
+    /// Another model's answers: scored on the same questions, with paired differences.
+    pub baseline: Option<PathBuf>,
     /// Bootstrap settings.
     pub eval: EvalOptions,
 }
@@ -41,6 +45,9 @@ pub async fn choice_accuracy(options: &ChoiceOptions) -> Result<Evaluation> {
     let ctx = datafusion::prelude::SessionContext::new();
     register_file(&ctx, "targets", &options.targets).await?;
     register_file(&ctx, "predictions", &options.predictions).await?;
+    let baseline = options.baseline.as_ref().unwrap_or(&options.predictions);
+    register_file(&ctx, "baseline", baseline).await?;
+    require_columns(&ctx, "baseline", baseline, &["question_id", "answer"]).await?;
     let have = require_columns(
         &ctx,
         "targets",
@@ -64,18 +71,24 @@ pub async fn choice_accuracy(options: &ChoiceOptions) -> Result<Evaluation> {
     };
     let query = format!(
         "SELECT CAST(t.question_id AS VARCHAR), CAST(t.answer AS VARCHAR), \
-                CAST(p.answer AS VARCHAR), {}, {} \
-         FROM targets t LEFT JOIN predictions p ON CAST(p.question_id AS VARCHAR) = CAST(t.question_id AS VARCHAR) \
+                CAST(p.answer AS VARCHAR), {}, {}, CAST(b.answer AS VARCHAR) \
+         FROM targets t \
+         LEFT JOIN predictions p ON CAST(p.question_id AS VARCHAR) = CAST(t.question_id AS VARCHAR) \
+         LEFT JOIN baseline b ON CAST(b.question_id AS VARCHAR) = CAST(t.question_id AS VARCHAR) \
          ORDER BY 1",
         optional("category"),
         optional("task_type")
     );
     let rows = strings(&collect(&ctx, STAGE, &query).await?)?;
     let mut missing = 0usize;
-    let mut correct = Vec::with_capacity(rows.len());
+    // correct[system][question]
+    let mut correct: [Vec<bool>; 2] = [
+        Vec::with_capacity(rows.len()),
+        Vec::with_capacity(rows.len()),
+    ];
     let mut groups: BTreeMap<(&str, String), Vec<usize>> = BTreeMap::new();
     for (i, row) in rows.iter().enumerate() {
-        let [_, target, predicted, category, task_type] = row.as_slice() else {
+        let [_, target, predicted, category, task_type, base] = row.as_slice() else {
             continue;
         };
         if predicted.is_empty() {
@@ -87,7 +100,9 @@ pub async fn choice_accuracy(options: &ChoiceOptions) -> Result<Evaluation> {
         } else {
             ChoiceKind::Single
         };
-        correct.push(!predicted.is_empty() && choice_correct(predicted, target, kind));
+        for (system, answer) in correct.iter_mut().zip([predicted, base]) {
+            system.push(!answer.is_empty() && choice_correct(answer, target, kind));
+        }
         if !category.is_empty() {
             groups
                 .entry(("category", category.clone()))
@@ -117,7 +132,11 @@ pub async fn choice_accuracy(options: &ChoiceOptions) -> Result<Evaluation> {
             members.len() as u64,
         ));
     }
-    let statistic = |weights: &[u32]| -> Vec<Option<f64>> {
+    let mut names = vec!["predictions".to_string()];
+    names.extend(options.baseline.as_deref().map(file_system_name));
+    let defs = systems_defs(&defs, &names);
+    let statistic = systems_statistic(names.len(), |weights: &[u32], system: usize| {
+        let correct = &correct[system];
         let accuracy = |members: &mut dyn Iterator<Item = usize>| {
             let (mut hit, mut all) = (0u64, 0u64);
             for i in members {
@@ -132,10 +151,11 @@ pub async fn choice_accuracy(options: &ChoiceOptions) -> Result<Evaluation> {
             out.push(accuracy(&mut members.iter().copied()));
         }
         out
-    };
+    });
     let settings = json!({
         "targets": options.targets.display().to_string(),
         "predictions": options.predictions.display().to_string(),
+        "baseline": options.baseline.as_ref().map(|p| p.display().to_string()),
         "options": options.eval.to_json(),
     });
     let mut evaluation = Evaluation::bootstrap(

@@ -15,7 +15,6 @@
 //! - A question without a prediction counts as wrong with V-score 0 (a note gives how many).
 //! - Open-ended answers have no A-score; score their text with `cxrlake evaluate text`.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use cxrlake_evaluate::assign::{ChoiceKind, choice_correct, v_score};
@@ -23,7 +22,9 @@ use cxrlake_evaluate::masks::Rect;
 use cxrlake_lake::Lake;
 use serde_json::json;
 
-use super::scores::{EvalOptions, Evaluation, ScoreDef};
+use super::scores::{
+    EvalOptions, Evaluation, ScoreDef, file_system_name, systems_defs, systems_statistic,
+};
 use super::{STAGE, register_file, require_columns, strings};
 use crate::error::{PipelineError, Result};
 use crate::sql::collect;
@@ -33,6 +34,8 @@ use crate::sql::collect;
 pub struct GemexOptions {
     /// The model's answers: `image_id, question_id, answer[, location]`.
     pub predictions: PathBuf,
+    /// Another model's answers: scored on the same questions, with paired differences.
+    pub baseline: Option<PathBuf>,
     /// Bootstrap settings.
     pub eval: EvalOptions,
 }
@@ -46,17 +49,14 @@ struct Row {
     v: Option<f64>,
 }
 
-/// A-score and V-score of the predictions against the lake's `gemex_qa`.
-pub async fn gemex_scores(lake: &Lake, options: &GemexOptions) -> Result<Evaluation> {
-    let ctx = lake.session().await?;
-    register_file(&ctx, "predictions", &options.predictions).await?;
-    let have = require_columns(
-        &ctx,
-        "predictions",
-        &options.predictions,
-        &["image_id", "question_id", "answer"],
-    )
-    .await?;
+/// The questions of `gemex_qa` in (image, question) order, scored against the answers of the
+/// registered file `table`; with the image ids in order and the questions it left unanswered.
+async fn score_rows(
+    ctx: &datafusion::prelude::SessionContext,
+    table: &str,
+    path: &std::path::Path,
+) -> Result<(Vec<Row>, Vec<String>, usize)> {
+    let have = require_columns(ctx, table, path, &["image_id", "question_id", "answer"]).await?;
     let predicted_location = if have.iter().any(|c| c == "location") {
         "array_to_string(flatten(p.location), ',')"
     } else {
@@ -66,17 +66,12 @@ pub async fn gemex_scores(lake: &Lake, options: &GemexOptions) -> Result<Evaluat
         "SELECT q.image_id, q.question_type, q.answer, \
                 array_to_string(flatten(arrow_cast(q.location, 'List(List(Float32))')), ','), \
                 CAST(p.answer AS VARCHAR), {predicted_location}, p.question_id IS NOT NULL \
-         FROM gemex_qa q LEFT JOIN predictions p \
+         FROM gemex_qa q LEFT JOIN {table} p \
            ON CAST(p.image_id AS VARCHAR) = q.image_id AND CAST(p.question_id AS VARCHAR) = q.question_id \
          ORDER BY q.image_id, q.question_id"
     );
-    let rows = strings(&collect(&ctx, STAGE, &query).await?)?;
-    if rows.is_empty() {
-        return Err(PipelineError::Config(
-            "the lake's gemex_qa is empty: run `cxrlake run --flavour gemex` first".into(),
-        ));
-    }
-    let mut images: BTreeMap<String, usize> = BTreeMap::new();
+    let rows = strings(&collect(ctx, STAGE, &query).await?)?;
+    let mut images: Vec<String> = Vec::new();
     let mut scored = Vec::with_capacity(rows.len());
     let mut missing = 0usize;
     for row in &rows {
@@ -87,8 +82,9 @@ pub async fn gemex_scores(lake: &Lake, options: &GemexOptions) -> Result<Evaluat
         if !found {
             missing += 1;
         }
-        let next = images.len();
-        let image = *images.entry(image.clone()).or_insert(next);
+        if images.last() != Some(image) {
+            images.push(image.clone());
+        }
         let choice = match kind.as_str() {
             "closed-ended" => Some(ChoiceKind::Closed),
             "single-choice" => Some(ChoiceKind::Single),
@@ -100,11 +96,40 @@ pub async fn gemex_scores(lake: &Lake, options: &GemexOptions) -> Result<Evaluat
         let v = (!target_boxes.is_empty())
             .then(|| v_score(&rects(boxes), &target_boxes).unwrap_or(0.0));
         scored.push(Row {
-            image,
+            image: images.len() - 1,
             kind: kind.clone(),
             correct,
             v,
         });
+    }
+    Ok((scored, images, missing))
+}
+
+/// A-score and V-score of the predictions (and the baseline's, with paired differences)
+/// against the lake's `gemex_qa`.
+pub async fn gemex_scores(lake: &Lake, options: &GemexOptions) -> Result<Evaluation> {
+    let ctx = lake.session().await?;
+    let mut files = vec![("predictions", &options.predictions)];
+    if let Some(baseline) = &options.baseline {
+        files.push(("baseline", baseline));
+    }
+    let mut systems = Vec::new();
+    let mut images = Vec::new();
+    let mut missing = 0;
+    for (table, path) in &files {
+        register_file(&ctx, table, path).await?;
+        let (scored, image_ids, unanswered) = score_rows(&ctx, table, path).await?;
+        if systems.is_empty() {
+            images = image_ids;
+            missing = unanswered;
+        }
+        systems.push(scored);
+    }
+    let scored = &systems[0];
+    if scored.is_empty() {
+        return Err(PipelineError::Config(
+            "the lake's gemex_qa is empty: run `cxrlake run --flavour gemex` first".into(),
+        ));
     }
     let mut kinds: Vec<String> = scored.iter().map(|r| r.kind.clone()).collect();
     kinds.sort();
@@ -143,11 +168,17 @@ pub async fn gemex_scores(lake: &Lake, options: &GemexOptions) -> Result<Evaluat
             count(kind, false),
         ));
     }
-    let statistic = |weights: &[u32]| -> Vec<Option<f64>> {
+    let mut names = vec!["predictions".to_string()];
+    names.extend(options.baseline.as_deref().map(file_system_name));
+    let defs = systems_defs(&defs, &names);
+    let statistic = systems_statistic(names.len(), |weights: &[u32], system: usize| {
         let mut out = Vec::new();
         for kind in kinds.iter().map(|k| Some(k.as_str())).chain([None]) {
             let (mut a, mut an, mut v, mut vn) = (0.0, 0.0, 0.0, 0.0);
-            for r in scored.iter().filter(|r| kind.is_none_or(|k| r.kind == k)) {
+            for r in systems[system]
+                .iter()
+                .filter(|r| kind.is_none_or(|k| r.kind == k))
+            {
                 let w = f64::from(weights[r.image]);
                 if let Some(c) = r.correct {
                     a += w * f64::from(u8::from(c));
@@ -162,9 +193,10 @@ pub async fn gemex_scores(lake: &Lake, options: &GemexOptions) -> Result<Evaluat
             out.push((vn > 0.0).then(|| v / vn));
         }
         out
-    };
+    });
     let settings = json!({
         "predictions": options.predictions.display().to_string(),
+        "baseline": options.baseline.as_ref().map(|p| p.display().to_string()),
         "targets": "gemex_qa",
         "options": options.eval.to_json(),
     });

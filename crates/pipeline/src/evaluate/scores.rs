@@ -286,3 +286,51 @@ impl fmt::Display for Evaluation {
         Ok(())
     }
 }
+
+/// The score definitions of one system repeated for every system of `names` and, with two
+/// systems, for `difference` (first − second) after them.
+pub(crate) fn systems_defs(defs: &[ScoreDef], names: &[String]) -> Vec<ScoreDef> {
+    let mut all: Vec<&str> = names.iter().map(String::as_str).collect();
+    if names.len() == 2 {
+        all.push("difference");
+    }
+    all.iter()
+        .flat_map(|system| {
+            defs.iter().map(move |d| ScoreDef {
+                system: system.to_string(),
+                ..d.clone()
+            })
+        })
+        .collect()
+}
+
+/// A statistic over every system (`one(weights, system)`), in [`systems_defs`] order: each
+/// system's values, then with two systems their differences on the same resample (paired).
+pub(crate) fn systems_statistic<F>(
+    n_systems: usize,
+    one: F,
+) -> impl Fn(&[u32]) -> Vec<Option<f64>> + Sync
+where
+    F: Fn(&[u32], usize) -> Vec<Option<f64>> + Sync,
+{
+    move |weights| {
+        let mut all: Vec<Vec<Option<f64>>> = (0..n_systems).map(|s| one(weights, s)).collect();
+        if n_systems == 2 {
+            let difference = all[0]
+                .iter()
+                .zip(&all[1])
+                .map(|(a, b)| Some((*a)? - (*b)?))
+                .collect();
+            all.push(difference);
+        }
+        all.concat()
+    }
+}
+
+/// The name a file gives its system: its file name.
+pub(crate) fn file_system_name(path: &std::path::Path) -> String {
+    path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
+}

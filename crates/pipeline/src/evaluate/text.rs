@@ -25,7 +25,9 @@ use cxrlake_evaluate::text::{self as metrics, BleuStats};
 use cxrlake_lake::Lake;
 use serde_json::json;
 
-use super::scores::{EvalOptions, Evaluation, ScoreDef};
+use super::scores::{
+    EvalOptions, Evaluation, ScoreDef, file_system_name, systems_defs, systems_statistic,
+};
 use super::{STAGE, register_file, require_columns, strings};
 use crate::error::{PipelineError, Result};
 use crate::sql::collect;
@@ -48,6 +50,9 @@ pub struct TextOptions {
     pub predictions: PathBuf,
     /// The references.
     pub targets: TextTargets,
+    /// Another model's answers (same columns): scored on the same items, with paired
+    /// differences.
+    pub baseline: Option<PathBuf>,
     /// An ONNX embedder for BERTScore.
     pub embedder: Option<Arc<OnnxEmbedder>>,
     /// Bootstrap settings.
@@ -121,21 +126,30 @@ pub async fn text_scores(lake: &Lake, options: &TextOptions) -> Result<Evaluatio
     } else {
         format!("CAST(p.{key} AS VARCHAR)")
     };
+    let baseline = options.baseline.as_ref().unwrap_or(&options.predictions);
+    register_file(&ctx, "baseline", baseline).await?;
+    require_columns(&ctx, "baseline", baseline, &["question_id", "answer"]).await?;
     let query = format!(
         "WITH t AS ({targets_sql}), \
          p AS (SELECT {k1} AS k1, CAST(p.question_id AS VARCHAR) AS k2, \
-                      CAST(p.answer AS VARCHAR) AS answer FROM predictions p) \
-         SELECT t.k1, t.k2, t.reference, p.answer FROM t LEFT JOIN p ON t.k1 = p.k1 AND t.k2 = p.k2 \
+                      CAST(p.answer AS VARCHAR) AS answer FROM predictions p), \
+         b AS (SELECT {k1} AS k1, CAST(p.question_id AS VARCHAR) AS k2, \
+                      CAST(p.answer AS VARCHAR) AS answer FROM baseline p) \
+         SELECT t.k1, t.k2, t.reference, p.answer, b.answer FROM t \
+         LEFT JOIN p ON t.k1 = p.k1 AND t.k2 = p.k2 \
+         LEFT JOIN b ON t.k1 = b.k1 AND t.k2 = b.k2 \
          ORDER BY t.k1, t.k2"
     );
     let rows = strings(&collect(&ctx, STAGE, &query).await?)?;
-    let mut items: BTreeMap<(String, String), (String, Vec<String>)> = BTreeMap::new();
+    // Per item: the two systems' answers and the references.
+    type Item = (String, String, Vec<String>);
+    let mut items: BTreeMap<(String, String), Item> = BTreeMap::new();
     for row in rows {
-        if let [k1, k2, reference, answer] = row.as_slice() {
+        if let [k1, k2, reference, answer, base] = row.as_slice() {
             let entry = items
                 .entry((k1.clone(), k2.clone()))
-                .or_insert_with(|| (answer.clone(), Vec::new()));
-            entry.1.push(reference.clone());
+                .or_insert_with(|| (answer.clone(), base.clone(), Vec::new()));
+            entry.2.push(reference.clone());
         }
     }
     if items.is_empty() {
@@ -143,26 +157,39 @@ pub async fn text_scores(lake: &Lake, options: &TextOptions) -> Result<Evaluatio
             "no reference texts: the targets table or file is empty".into(),
         ));
     }
-    let missing = items.values().filter(|(a, _)| a.is_empty()).count();
-    let candidates: Vec<&str> = items.values().map(|(a, _)| a.as_str()).collect();
+    let missing = items.values().filter(|(a, _, _)| a.is_empty()).count();
     let references: Vec<Vec<&str>> = items
         .values()
-        .map(|(_, r)| r.iter().map(String::as_str).collect())
+        .map(|(_, _, r)| r.iter().map(String::as_str).collect())
         .collect();
-    let bleu: Vec<BleuStats> = metrics::bleu_stats(&candidates, &references)?;
-    let mut per_item: Vec<(&str, Vec<f64>)> = vec![
-        ("meteor", metrics::meteor(&candidates, &references)?.items),
-        ("rouge_l", metrics::rouge_l(&candidates, &references)?.items),
-        ("cider_d", metrics::cider_d(&candidates, &references)?.items),
-    ];
-    if let Some(embedder) = &options.embedder {
-        let scores = metrics::bertscore_corpus(&candidates, &references, |texts: &[&str]| {
-            embedder
-                .token_embeddings(texts)
-                .map_err(PipelineError::Embed)
-        })?;
-        per_item.push(("bertscore_f1", scores.items.iter().map(|s| s.f1).collect()));
+    let n_systems = if options.baseline.is_some() { 2 } else { 1 };
+    // Per system: BLEU statistics and the per-item scores of the other metrics.
+    // (metric, one value per item)
+    type PerItem<'a> = Vec<(&'a str, Vec<f64>)>;
+    let mut systems: Vec<(Vec<BleuStats>, PerItem)> = Vec::new();
+    for system in 0..n_systems {
+        let candidates: Vec<&str> = items
+            .values()
+            .map(|(a, b, _)| if system == 0 { a.as_str() } else { b.as_str() })
+            .collect();
+        let bleu = metrics::bleu_stats(&candidates, &references)?;
+        let mut per_item: Vec<(&str, Vec<f64>)> = vec![
+            ("meteor", metrics::meteor(&candidates, &references)?.items),
+            ("rouge_l", metrics::rouge_l(&candidates, &references)?.items),
+            ("cider_d", metrics::cider_d(&candidates, &references)?.items),
+        ];
+        if let Some(embedder) = &options.embedder {
+            let scores =
+                metrics::bertscore_corpus(&candidates, &references, |texts: &[&str]| {
+                    embedder
+                        .token_embeddings(texts)
+                        .map_err(PipelineError::Embed)
+                })?;
+            per_item.push(("bertscore_f1", scores.items.iter().map(|s| s.f1).collect()));
+        }
+        systems.push((bleu, per_item));
     }
+    let per_item = &systems[0].1;
     let n = items.len() as u64;
     let mut defs: Vec<ScoreDef> = (1..=4)
         .map(|k| ScoreDef::new("predictions", "overall", "all", &format!("bleu_{k}"), n))
@@ -172,11 +199,15 @@ pub async fn text_scores(lake: &Lake, options: &TextOptions) -> Result<Evaluatio
             .iter()
             .map(|(m, _)| ScoreDef::new("predictions", "overall", "all", m, n)),
     );
-    let statistic = |weights: &[u32]| -> Vec<Option<f64>> {
+    let mut names = vec!["predictions".to_string()];
+    names.extend(options.baseline.as_deref().map(file_system_name));
+    let defs = systems_defs(&defs, &names);
+    let statistic = systems_statistic(n_systems, |weights: &[u32], system: usize| {
+        let (bleu, per_item) = &systems[system];
         let pooled = BleuStats::pooled(bleu.iter().zip(weights.iter().copied()));
         let total: f64 = weights.iter().map(|&w| f64::from(w)).sum();
         let mut out: Vec<Option<f64>> = pooled.scores().iter().map(|&s| Some(s)).collect();
-        for (_, values) in &per_item {
+        for (_, values) in per_item {
             let sum: f64 = values
                 .iter()
                 .zip(weights)
@@ -185,9 +216,10 @@ pub async fn text_scores(lake: &Lake, options: &TextOptions) -> Result<Evaluatio
             out.push((total > 0.0).then(|| sum / total));
         }
         out
-    };
+    });
     let settings = json!({
         "predictions": options.predictions.display().to_string(),
+        "baseline": options.baseline.as_ref().map(|p| p.display().to_string()),
         "targets": match &options.targets {
             TextTargets::Qa => "qa".to_string(),
             TextTargets::Gemex => "gemex_qa".to_string(),

@@ -266,6 +266,7 @@ async fn text(lake: &Lake, dir: &Path) {
         predictions: predictions.clone(),
         targets: TextTargets::Qa,
         embedder: None,
+        baseline: None,
         eval: options(20),
     };
     let evaluation = eval::text_scores(lake, &text_options).await.expect("text");
@@ -292,6 +293,29 @@ async fn text(lake: &Lake, dir: &Path) {
             score(&worse, "predictions", "overall", "all", metric)
                 < score(&evaluation, "predictions", "overall", "all", metric),
             "{metric}"
+        );
+    }
+    // The exact answers against the halved ones as a baseline: positive paired differences
+    // equal to the two systems' difference.
+    let exact = dir.join("exact-text.jsonl");
+    write(&exact, &lines.join("\n"));
+    let paired = eval::text_scores(
+        lake,
+        &TextOptions {
+            predictions: exact,
+            baseline: Some(predictions.clone()),
+            ..text_options.clone()
+        },
+    )
+    .await
+    .expect("text with a baseline");
+    for metric in ["bleu_4", "meteor", "rouge_l", "cider_d"] {
+        let difference = score(&paired, "difference", "overall", "all", metric);
+        let expected = score(&evaluation, "predictions", "overall", "all", metric)
+            - score(&worse, "predictions", "overall", "all", metric);
+        assert!(
+            difference > 0.0 && (difference - expected).abs() < 1e-9,
+            "{metric}: {paired}"
         );
     }
 }
@@ -397,8 +421,9 @@ async fn choice(dir: &Path) {
         "question_id,answer\nq1,(A)\nq2,The answer is C\nq3,C. Effusion\n",
     );
     let evaluation = eval::choice_accuracy(&ChoiceOptions {
-        targets,
-        predictions,
+        targets: targets.clone(),
+        predictions: predictions.clone(),
+        baseline: None,
         eval: options(100),
     })
     .await
@@ -598,13 +623,24 @@ pub async fn gemex_own_answers_score_one(lake: &Lake, dir: &Path) {
     write(&predictions, &lines.join("\n"));
     let gemex_options = eval::GemexOptions {
         predictions: predictions.clone(),
+        baseline: None,
         eval: options(50),
     };
-    let same = eval::gemex_scores(lake, &gemex_options).await.expect("gemex");
+    let same = eval::gemex_scores(lake, &gemex_options)
+        .await
+        .expect("gemex");
     for kind in ["closed-ended", "single-choice", "multi-choice"] {
-        assert_eq!(score(&same, "predictions", "question_type", kind, "a_score"), 1.0, "{same}");
+        assert_eq!(
+            score(&same, "predictions", "question_type", kind, "a_score"),
+            1.0,
+            "{same}"
+        );
     }
-    assert_eq!(score(&same, "predictions", "overall", "all", "v_score"), 1.0, "{same}");
+    assert_eq!(
+        score(&same, "predictions", "overall", "all", "v_score"),
+        1.0,
+        "{same}"
+    );
     let wrong: Vec<String> = lines
         .iter()
         .enumerate()
@@ -618,9 +654,28 @@ pub async fn gemex_own_answers_score_one(lake: &Lake, dir: &Path) {
         })
         .collect();
     write(&predictions, &wrong.join("\n"));
-    let worse = eval::gemex_scores(lake, &gemex_options).await.expect("gemex");
+    let worse = eval::gemex_scores(lake, &gemex_options)
+        .await
+        .expect("gemex");
     for metric in ["a_score", "v_score"] {
         let value = score(&worse, "predictions", "overall", "all", metric);
         assert!(value < 0.75 && value > 0.25, "{metric} = {value}\n{worse}");
+    }
+    let exact = dir.join("gemex-exact.jsonl");
+    write(&exact, &lines.join("\n"));
+    let paired = eval::gemex_scores(
+        lake,
+        &eval::GemexOptions {
+            predictions: exact,
+            baseline: Some(predictions),
+            eval: options(50),
+        },
+    )
+    .await
+    .expect("gemex with a baseline");
+    for metric in ["a_score", "v_score"] {
+        let difference = score(&paired, "difference", "overall", "all", metric);
+        let expected = 1.0 - score(&worse, "predictions", "overall", "all", metric);
+        assert!((difference - expected).abs() < 1e-9, "{metric}: {paired}");
     }
 }
