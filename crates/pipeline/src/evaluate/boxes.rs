@@ -23,7 +23,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use cxrlake_evaluate::masks::{Rect, overlap};
+use cxrlake_evaluate::masks::{ClassOverlaps, Overlap, Ratios, Rect, overlap};
 use cxrlake_lake::Lake;
 use serde_json::json;
 
@@ -52,7 +52,7 @@ pub struct BoxOptions {
 struct Pair {
     image: usize,
     class: usize,
-    ratios: [f64; 3],
+    overlap: Overlap,
 }
 
 /// Scores the lake's finding boxes against the reference boxes.
@@ -97,6 +97,12 @@ pub async fn boxes_vs_reference(
             continue;
         };
         let o = overlap(prediction, target);
+        if o.predicted <= 0.0 || o.target <= 0.0 {
+            // Boxes without area: not a positive prediction or target (C.3).
+            target_only += usize::from(o.predicted <= 0.0);
+            prediction_only += usize::from(o.target <= 0.0);
+            continue;
+        }
         let index = *image_index.entry(image.as_str()).or_insert_with(|| {
             images.push(image.as_str());
             images.len() - 1
@@ -104,7 +110,7 @@ pub async fn boxes_vs_reference(
         pairs.push(Pair {
             image: index,
             class: *class,
-            ratios: [o.iou(), o.iop(), o.iot()],
+            overlap: o,
         });
     }
     let reference_images: BTreeSet<&str> = targets.keys().map(|(i, _)| i.as_str()).collect();
@@ -174,40 +180,52 @@ pub async fn boxes_vs_reference(
         ));
     }
     let threshold = options.threshold;
-    let class_slot: HashMap<usize, usize> =
-        classes.iter().enumerate().map(|(i, &c)| (c, i)).collect();
+    let names: Vec<&str> = classes
+        .iter()
+        .map(|&c| mapping.classes[c].name.as_str())
+        .collect();
     let statistic = |weights: &[u32]| -> Vec<Option<f64>> {
-        // Per class and overall: weight, then 6 weighted sums (3 shares, 3 means).
-        let mut sums = vec![[0.0f64; 7]; classes.len() + 1];
+        // The resample's pairs, each as often as its image was drawn.
+        let mut drawn = ClassOverlaps::new();
         for pair in &pairs {
-            let w = f64::from(weights[pair.image]);
-            if w == 0.0 {
-                continue;
-            }
-            for slot in [class_slot[&pair.class], classes.len()] {
-                let s = &mut sums[slot];
-                s[0] += w;
-                for (k, &r) in pair.ratios.iter().enumerate() {
-                    s[1 + k] += w * f64::from(u8::from(r >= threshold));
-                    s[4 + k] += w * r;
-                }
+            for _ in 0..weights[pair.image] {
+                drawn.push(&mapping.classes[pair.class].name, pair.overlap);
             }
         }
-        let values = |s: &[f64; 7]| -> Vec<Option<f64>> {
-            (1..7).map(|k| (s[0] > 0.0).then(|| s[k] / s[0])).collect()
+        let six = |share: Option<Ratios>, mean: Option<Ratios>| -> [Option<f64>; 6] {
+            let r = |x: Option<Ratios>, f: fn(&Ratios) -> f64| x.as_ref().map(f);
+            [
+                r(share, |x| x.iou),
+                r(share, |x| x.iop),
+                r(share, |x| x.iot),
+                r(mean, |x| x.iou),
+                r(mean, |x| x.iop),
+                r(mean, |x| x.iot),
+            ]
         };
         let mut out = Vec::new();
-        let per_class: Vec<Vec<Option<f64>>> = sums[..classes.len()].iter().map(values).collect();
-        for v in &per_class {
-            out.extend(v.iter().copied());
-        }
-        for k in 0..6 {
-            let present: Vec<f64> = per_class.iter().filter_map(|v| v[k]).collect();
-            out.push(
-                (!present.is_empty()).then(|| present.iter().sum::<f64>() / present.len() as f64),
+        let mut per_class = Vec::new();
+        for name in &names {
+            let summary = drawn.classes().get(*name);
+            let values = six(
+                summary.and_then(|s| s.share_at(threshold)),
+                summary.and_then(|s| s.mean()),
             );
+            out.extend(values);
+            per_class.push(values);
         }
-        out.extend(values(&sums[classes.len()]));
+        // Macro: the mean over classes with drawn pairs (the shares as the paper's Macro row).
+        let macro_values = six(drawn.macro_share_at(threshold), None);
+        for (k, value) in macro_values.iter().enumerate() {
+            out.push(if k < 3 {
+                *value
+            } else {
+                let present: Vec<f64> = per_class.iter().filter_map(|v| v[k]).collect();
+                (!present.is_empty()).then(|| present.iter().sum::<f64>() / present.len() as f64)
+            });
+        }
+        let micro = drawn.micro();
+        out.extend(six(micro.share_at(threshold), micro.mean()));
         out
     };
     let settings = json!({
