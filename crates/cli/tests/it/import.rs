@@ -172,6 +172,71 @@ fn a_release_round_trips_and_imports_resumably() {
         ft
     );
 
+    // The evaluations read an imported lake: its own answers score 1.0 on RadStrucVQA, and its
+    // scene graphs score against a labels file.
+    let predictions = dir.path().join("imported-answers.parquet");
+    let predictions_arg = predictions.to_str().expect("utf8");
+    ok(cxrlake(
+        &lake,
+        &[
+            "sql",
+            "SELECT study_id, question_id, answers FROM qa",
+            "--format",
+            "parquet",
+            "--out",
+            predictions_arg,
+        ],
+    ));
+    let radstruct = ok(cxrlake(
+        &lake,
+        &[
+            "evaluate",
+            "radstruct",
+            "--predictions",
+            predictions_arg,
+            "--n-boot",
+            "0",
+            "--format",
+            "csv",
+        ],
+    ));
+    let estimates: Vec<&str> = radstruct
+        .lines()
+        .skip(1)
+        .filter_map(|line| line.split(',').nth(7).filter(|v| !v.is_empty()))
+        .collect();
+    assert!(
+        estimates.len() >= 24 && estimates.iter().all(|v| *v == "1.0"),
+        "{radstruct}"
+    );
+    let labels = dir.path().join("labels.csv");
+    ok(cxrlake(
+        &dir.path().join("source-lake"),
+        &[
+            "sql",
+            "SELECT study_id, 'pleural_effusion' AS class, pleural_effusion AS label FROM chexpert_labels WHERE labeler = 'chexpert'",
+            "--format",
+            "csv",
+            "--out",
+            labels.to_str().expect("utf8"),
+        ],
+    ));
+    let scored = ok(cxrlake(
+        &lake,
+        &[
+            "evaluate",
+            "labels",
+            "--labels",
+            labels.to_str().expect("utf8"),
+            "--n-boot",
+            "0",
+        ],
+    ));
+    assert!(
+        scored.contains("Pleural Effusion") && scored.contains("16 studies with labels"),
+        "{scored}"
+    );
+
     // SQL over the release's own files, ordered ratings on its `<rank>_<grade>` codes.
     let metadata = release.join("metadata/question_metadata");
     for (extension, reader) in [("parquet", "parquet"), ("csv.gz", "csv")] {
