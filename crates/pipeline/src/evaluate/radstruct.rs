@@ -32,7 +32,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::prelude::SessionContext;
 use serde_json::json;
 
-use super::scores::{EvalOptions, Evaluation, ScoreDef};
+use super::scores::{EvalOptions, Evaluation, ScoreDef, file_system_name};
 use super::{STAGE, register_file, require_columns, strings};
 use crate::error::{PipelineError, Result};
 use crate::sql::collect;
@@ -354,33 +354,33 @@ pub async fn radstruct_scores(lake: &Lake, options: &RadStructOptions) -> Result
             })
         })
         .collect();
-    let baseline_name = options.baseline.as_ref().map(|p| {
-        p.file_name().map_or_else(
-            || p.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        )
-    });
     let mut names = vec!["predictions".to_string()];
-    names.extend(baseline_name.clone());
+    names.extend(options.baseline.as_deref().map(file_system_name));
     if systems.len() == 2 {
         names.push("difference".into());
     }
+    // Samples per pattern, then per score the samples where it is defined (for a difference:
+    // where both systems' value is).
+    let mut samples_of = vec![0u64; patterns.len()];
+    for &p in &sample_pattern {
+        samples_of[p] += 1;
+    }
+    let defined = |k: usize, sys: usize| -> u64 {
+        patterns
+            .iter()
+            .zip(&samples_of)
+            .filter(|(pattern, _)| match sys {
+                s if s < systems.len() => pattern[s * width + k].is_some(),
+                _ => pattern[k].is_some() && pattern[width + k].is_some(),
+            })
+            .map(|(_, n)| n)
+            .sum()
+    };
     let mut defs = Vec::new();
     for (sys, system) in names.iter().enumerate() {
         for (m, metric) in SubMetric::ALL.iter().enumerate() {
             for (d, direction) in directions.iter().enumerate() {
-                let k = m * 3 + d;
-                let n = valid
-                    .iter()
-                    .filter(|sample| {
-                        let own = |s: usize| values(sample[s])[k].is_some();
-                        if sys < systems.len() {
-                            own(sys)
-                        } else {
-                            own(0) && own(1)
-                        }
-                    })
-                    .count() as u64;
+                let n = defined(m * 3 + d, sys);
                 defs.push(ScoreDef::new(
                     system,
                     "sub-metric",
