@@ -274,6 +274,37 @@ async fn text(lake: &Lake, dir: &Path) {
         let value = score(&evaluation, "predictions", "overall", "all", metric);
         assert!(value > 0.99, "{metric}: {evaluation}");
     }
+    // BERTScore through the ONNX embedder's token embeddings: identical texts score 1.
+    crate::graph::required_path("ORT_DYLIB_PATH");
+    let embedder = cxrlake_embed::OnnxEmbedder::load(
+        &crate::graph::required_path("ONNX_TEST_MODEL"),
+        &crate::graph::required_path("ONNX_TEST_TOKENIZER"),
+        256,
+    )
+    .expect("ONNX embedder");
+    // On 40 answers (ONNX inference in a debug build is slow): the same texts as a references
+    // file and as the predictions.
+    let few = dir.join("few.jsonl");
+    write(&few, &lines[..40.min(lines.len())].join("\n"));
+    let with_bertscore = eval::text_scores(
+        lake,
+        &TextOptions {
+            predictions: few.clone(),
+            targets: TextTargets::File(few),
+            embedder: Some(std::sync::Arc::new(embedder)),
+            ..text_options.clone()
+        },
+    )
+    .await
+    .expect("text with BERTScore");
+    let bertscore = score(
+        &with_bertscore,
+        "predictions",
+        "overall",
+        "all",
+        "bertscore_f1",
+    );
+    assert!(bertscore > 0.999, "{with_bertscore}");
     // Half of the answers replaced by a fixed sentence: every metric drops.
     let halved: Vec<String> = lines
         .iter()

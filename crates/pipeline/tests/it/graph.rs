@@ -249,7 +249,7 @@ async fn match_concept_maps_paraphrases_and_refuses_unknown_kinds() {
     );
 }
 
-fn required_path(var: &str) -> std::path::PathBuf {
+pub(crate) fn required_path(var: &str) -> std::path::PathBuf {
     match std::env::var_os(var) {
         Some(value) if !value.is_empty() => value.into(),
         _ => panic!(
