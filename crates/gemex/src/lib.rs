@@ -19,7 +19,7 @@ pub mod reground;
 use std::path::PathBuf;
 
 use cxrlake_generate::PromptSet;
-use serde::{Deserialize, Deserializer};
+pub(crate) use cxrlake_generate::nullable;
 
 /// The files of `prompts/gemex/`, embedded: the prompts of tables 9 and 10 with our
 /// demonstrations, their settings and answer schemas.
@@ -95,15 +95,6 @@ pub enum GemexError {
 
 /// Result with [`GemexError`].
 pub type Result<T, E = GemexError> = std::result::Result<T, E>;
-
-/// A field that may be missing or JSON `null` (Arrow's NULL list or text) read as its default.
-pub(crate) fn nullable<'de, D, T>(deserializer: D) -> std::result::Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
-}
 
 /// The lower-case words (letters and digits) of `text`, in order.
 pub(crate) fn words(text: &str) -> Vec<String> {

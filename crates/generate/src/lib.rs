@@ -25,7 +25,18 @@ pub use schema::{check_schema, validate};
 
 use std::fmt::Debug;
 
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+
+/// A field of an input row that may be missing or JSON `null` (Arrow's NULL list or text), read
+/// as its default: `#[serde(default, deserialize_with = "nullable")]`.
+pub fn nullable<'de, D, T>(deserializer: D) -> std::result::Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
 
 /// One generation task of a flavour (e.g. GEMeX's re-grounding or its QA generation), run by
 /// the LLM operator or offline. Input rows and output records are JSON objects; the records'

@@ -69,6 +69,13 @@ pub const BANNED_TERMS: &[(&str, &[&str])] = &[
 
 /// The banned terms `text` uses, each as `kind: term`, in lexicon order.
 pub fn banned_terms(text: &str) -> Vec<String> {
+    terms_in(BANNED_TERMS, text)
+}
+
+/// The terms of `lexicon` (`(kind, terms)`, each term lower-case words separated by spaces) that
+/// `text` uses as whole words or phrases, case-insensitively, each as `kind: term`, in lexicon
+/// order.
+pub fn terms_in(lexicon: &[(&str, &[&str])], text: &str) -> Vec<String> {
     let words: Vec<String> = text
         .to_lowercase()
         .split(|c: char| !c.is_alphanumeric())
@@ -76,7 +83,7 @@ pub fn banned_terms(text: &str) -> Vec<String> {
         .map(str::to_string)
         .collect();
     let mut hits = Vec::new();
-    for (kind, terms) in BANNED_TERMS {
+    for (kind, terms) in lexicon {
         for term in *terms {
             let parts: Vec<&str> = term.split(' ').collect();
             if words.windows(parts.len()).any(|w| w == parts.as_slice()) {
