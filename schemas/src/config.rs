@@ -74,6 +74,16 @@ extensions_options! {
         /// A prompts folder with one subfolder per flavour (e.g. `gemex/`); empty means the
         /// embedded prompts.
         pub flavour_prompts: String, default = String::new()
+        /// MIMIC-CXR-VQA: keep the paper's typos in its questions ("Cardiomedistinum"); false
+        /// uses the corrected spelling.
+        pub vqa_paper_typos: bool, default = true
+        /// MIMIC-CXR-VQA: what an answer with a prohibited comparison term or a reference to
+        /// the report gets: `flag` (kept, counted per row), `regenerate` (the LLM is asked
+        /// again; still failing, it is quarantined) or `drop` (quarantined).
+        pub vqa_lint: String, default = "flag".to_string()
+        /// MIMIC-CXR-VQA: reports in the judge's QC sample (all their QA pairs are judged;
+        /// seeded by `seed`); 0 judges every report.
+        pub vqa_qc_reports: usize, default = 1000
     }
 }
 

@@ -6,6 +6,7 @@
 pub mod config;
 pub mod evaluate;
 pub mod gemex;
+pub mod mimic_cxr_vqa;
 pub mod pipeline;
 pub mod quality;
 pub mod rating;
@@ -241,6 +242,46 @@ pub const TABLES: &[TableDef] = &[
         deletion_vectors: false,
         doc: "GEMeX: grounded, explainable QA pairs per frontal image",
         schema: gemex::gemex_qa,
+    },
+    TableDef {
+        name: "mimic_cxr_vqa_reports",
+        key: &["study_id"],
+        replace_by: Some("study_id"),
+        deletion_vectors: false,
+        doc: "MIMIC-CXR-VQA: each study's indication and findings text and its images",
+        schema: mimic_cxr_vqa::mimic_cxr_vqa_reports,
+    },
+    TableDef {
+        name: "mimic_cxr_vqa_questions",
+        key: &["question_id"],
+        replace_by: Some("study_id"),
+        deletion_vectors: false,
+        doc: "MIMIC-CXR-VQA: questions sampled per study and CheXpert label value",
+        schema: mimic_cxr_vqa::mimic_cxr_vqa_questions,
+    },
+    TableDef {
+        name: "mimic_cxr_vqa_qa",
+        key: &["question_id"],
+        replace_by: Some("study_id"),
+        deletion_vectors: false,
+        doc: "MIMIC-CXR-VQA: answered questions with their linter counts",
+        schema: mimic_cxr_vqa::mimic_cxr_vqa_qa,
+    },
+    TableDef {
+        name: "mimic_cxr_vqa_judgements",
+        key: &["question_id", "judge"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "MIMIC-CXR-VQA: four-rubric verdicts on the QA pairs of the QC sample of reports",
+        schema: mimic_cxr_vqa::mimic_cxr_vqa_judgements,
+    },
+    TableDef {
+        name: "mimic_cxr_vqa_ratings",
+        key: &["item", "rater", "rubric"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "MIMIC-CXR-VQA: human (and other) ratings of QA pairs per rubric",
+        schema: mimic_cxr_vqa::mimic_cxr_vqa_ratings,
     },
     TableDef {
         name: "eval_labels",

@@ -16,6 +16,7 @@ pub mod judge;
 mod llm_ask;
 pub mod localize;
 pub mod map;
+pub mod mimic_cxr_vqa;
 pub mod qa;
 pub mod rating;
 pub mod release;
@@ -34,6 +35,7 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
     vec![
         Arc::new(ScalarUDF::from(rating::RatingRankFunc::new())),
+        Arc::new(ScalarUDF::from(mimic_cxr_vqa::MimicCxrVqaHeartFunc::new())),
         Arc::new(ScalarUDF::from(rating::ToRatingFunc::new())),
         Arc::new(ScalarUDF::from(rating::ReleaseRatingFunc::new())),
         Arc::new(ScalarUDF::from(release::KeepImagesFunc::new())),

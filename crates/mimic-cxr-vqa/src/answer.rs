@@ -70,12 +70,40 @@ pub struct Fact {
     /// `certain`, `likely`, `uncertain`, …
     #[serde(default, deserialize_with = "nullable")]
     pub certainty: String,
-    /// Its regions.
+    /// Its regions (names, or the scene graph's `{region, distances}`).
     #[serde(default, deserialize_with = "nullable")]
-    pub regions: Vec<String>,
+    pub regions: Vec<RegionName>,
     /// Its severity words.
     #[serde(default, deserialize_with = "nullable")]
     pub severity: String,
+}
+
+/// A region of a fact: its name, or the scene graph's `{region, distances}`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum RegionName {
+    /// The name.
+    Name(String),
+    /// A scene-graph region reference.
+    Ref {
+        /// The name.
+        region: String,
+    },
+}
+
+impl RegionName {
+    /// The region's name.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Name(name) | Self::Ref { region: name } => name,
+        }
+    }
+}
+
+impl From<&str> for RegionName {
+    fn from(name: &str) -> Self {
+        Self::Name(name.to_string())
+    }
 }
 
 /// An answer input row.
@@ -117,6 +145,8 @@ impl AnswerInput {
 pub struct AnswerRecord {
     /// The answer.
     pub answer: String,
+    /// `open` or `closed` ([`Bank::answer_type`]).
+    pub answer_type: String,
     /// The question the answer repeats (the LLM's `question`; the question itself offline).
     pub echoed_question: String,
     /// Whether the echoed question is the question (compared word by word, without case).
@@ -128,10 +158,11 @@ pub struct AnswerRecord {
 }
 
 impl AnswerRecord {
-    fn new(question: &str, echoed: &str, answer: &str) -> AnswerRecord {
+    fn new(bank: &Bank, question: &str, echoed: &str, answer: &str) -> AnswerRecord {
         let found = lint(answer);
         AnswerRecord {
             answer: answer.trim().to_string(),
+            answer_type: bank.answer_type(answer).to_string(),
             echoed_question: echoed.trim().to_string(),
             question_echoed: words(question) == words(echoed),
             prohibited_terms: found.prohibited,
@@ -212,7 +243,7 @@ impl GenerationTask for AnswerTask {
             .get("question")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let record = AnswerRecord::new(&row.question, echoed, text);
+        let record = AnswerRecord::new(&self.bank, &row.question, echoed, text);
         if self.policy == LintPolicy::Regenerate {
             let found = lint(text);
             if !found.is_clean() {
@@ -236,7 +267,7 @@ impl GenerationTask for AnswerTask {
         let value = LabelValue::parse(&row.value)
             .ok_or_else(|| format!("unknown label value '{}'", row.value))?;
         let text = offline_answer(category, value, &row.question, &row.facts);
-        serde_json::to_value(AnswerRecord::new(&row.question, &row.question, &text))
+        serde_json::to_value(AnswerRecord::new(&self.bank, &row.question, &row.question, &text))
             .map(|v| vec![v])
             .map_err(|e| e.to_string())
     }
@@ -302,8 +333,9 @@ fn phrase(fact: &Fact) -> String {
     let regions: Vec<String> = fact
         .regions
         .iter()
-        .filter(|r| !r.trim().is_empty())
-        .map(|r| r.trim().to_string())
+        .map(|r| r.name().trim())
+        .filter(|r| !r.is_empty())
+        .map(str::to_string)
         .collect();
     if !regions.is_empty() {
         text.push_str(" in the ");

@@ -17,6 +17,7 @@ pub mod extract;
 pub mod fingerprint;
 pub mod flavours;
 pub mod gemex;
+pub mod mimic_cxr_vqa;
 mod generation;
 pub mod grade;
 pub mod graph;

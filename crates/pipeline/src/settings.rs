@@ -44,6 +44,9 @@ pub const RESULT_KEYS: &[&str] = &[
     "flavours",
     "generator",
     "flavour_prompts",
+    "vqa_paper_typos",
+    "vqa_lint",
+    "vqa_qc_reports",
 ];
 
 /// Settings that name a folder or file: stored as absolute paths, checked when reused.

@@ -8,6 +8,7 @@ mod graph;
 mod incremental;
 mod judge;
 mod llm_server;
+mod mimic_cxr_vqa;
 mod localize;
 mod qa;
 mod toy;

@@ -1,0 +1,82 @@
+//! The MIMIC-CXR-VQA flavour (paper 001) as three stages: `mimic_cxr_vqa_questions` (the
+//! question bank sampled per study from its CheXpert labels and the Heart rule),
+//! `mimic_cxr_vqa_answer` (the paper's answer prompt, or offline from the scene graph, with the
+//! linter) and `mimic_cxr_vqa_judge` (four rubrics on a QC sample of reports). The domain logic
+//! is crate `cxrlake-mimic-cxr-vqa`; the bank is `templates/mimic_cxr_vqa/questions.toml`, the
+//! prompts `prompts/mimic_cxr_vqa/`.
+
+mod answer;
+mod judge;
+mod questions;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use cxrlake_generate::{GenerationTask, PromptSet};
+use cxrlake_mimic_cxr_vqa::answer::LintPolicy;
+use cxrlake_mimic_cxr_vqa::bank::{Bank, FILE};
+
+use crate::error::{PipelineError, Result};
+use crate::generation::generator_id;
+use crate::pipeline::Pipeline;
+use crate::settings;
+use crate::stage::Stage;
+
+pub use answer::Answer;
+pub use judge::Judge;
+pub use questions::Questions;
+
+/// The flavour's stages, in run order.
+pub fn stages() -> Vec<Arc<dyn Stage>> {
+    vec![Arc::new(Questions), Arc::new(Answer), Arc::new(Judge)]
+}
+
+/// The bank: `mimic_cxr_vqa/questions.toml` of the templates folder (`cxrlake.templates`) when it
+/// has one, else the embedded one.
+pub(crate) fn bank(pipeline: &Pipeline) -> Result<Arc<Bank>> {
+    let folder = settings::path(&pipeline.config().templates)
+        .map(|dir| dir.join("mimic_cxr_vqa"))
+        .filter(|dir| dir.join(FILE).is_file());
+    let bank = match folder {
+        Some(dir) => Bank::load(&dir),
+        None => Bank::embedded(),
+    }
+    .map_err(|e| PipelineError::Config(e.to_string()))?;
+    Ok(Arc::new(bank))
+}
+
+/// The prompts: `mimic_cxr_vqa/` of `cxrlake.flavour_prompts` when set, else the embedded ones.
+fn prompts(pipeline: &Pipeline) -> Result<Arc<PromptSet>> {
+    let prompts = match settings::path(&pipeline.config().flavour_prompts) {
+        Some(dir) => PromptSet::load(&dir.join("mimic_cxr_vqa")),
+        None => cxrlake_mimic_cxr_vqa::prompts(),
+    }
+    .map_err(|e| PipelineError::Config(format!("MIMIC-CXR-VQA prompts: {e}")))?;
+    Ok(Arc::new(prompts))
+}
+
+/// `cxrlake.vqa_lint`.
+fn lint_policy(pipeline: &Pipeline) -> Result<LintPolicy> {
+    let name = pipeline.config().vqa_lint.as_str();
+    LintPolicy::parse(name).ok_or_else(|| {
+        PipelineError::Config(format!(
+            "cxrlake.vqa_lint = '{name}': use flag (keep and count), regenerate (ask the LLM \
+             again) or drop (quarantine)"
+        ))
+    })
+}
+
+/// What the answer and judge stages' fingerprints record: the bank's version and the generator.
+fn definitions(
+    pipeline: &Pipeline,
+    task: &dyn GenerationTask,
+    prompt_version: &str,
+) -> Result<BTreeMap<String, String>> {
+    Ok(BTreeMap::from([
+        ("bank".into(), bank(pipeline)?.version().to_string()),
+        (
+            "generator".into(),
+            generator_id(pipeline, task, prompt_version)?,
+        ),
+    ]))
+}

@@ -1,0 +1,72 @@
+//! The `mimic_cxr_vqa_questions` stage (`sql/mimic_cxr_vqa/questions.sql`): the report text of
+//! every study with a FINDINGS or IMPRESSION section, and the questions the bank asks of it per
+//! CheXpert label value and the Heart rule (paper 001, section 3.1, table 2).
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use cxrlake_udfs::mimic_cxr_vqa::MimicCxrVqaSampleFunc;
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::ScalarUDF;
+
+use crate::error::Result;
+use crate::pipeline::Pipeline;
+use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
+
+/// The stage's declaration.
+pub static DEF: StageDef = StageDef {
+    name: "mimic_cxr_vqa_questions",
+    doc: "mimic_cxr_vqa_questions: the 90-question bank sampled per study and label value",
+    sql: include_str!("../../../../sql/mimic_cxr_vqa/questions.sql"),
+    inputs: &["reports", "sentences", "chexpert_labels", "images"],
+    side_inputs: &["quarantine"],
+    outputs: &[
+        "mimic_cxr_vqa_reports",
+        "mimic_cxr_vqa_questions",
+        "quarantine",
+    ],
+    settings: &["templates", "seed", "vqa_paper_typos", "chunk_patients"],
+    chunking: Chunking::Patients { default: 5000 },
+    writes: Writes::Replace,
+    coverage: Coverage::PerStudy,
+    detects_changes: true,
+    reads_synonyms: true,
+};
+
+/// The `mimic_cxr_vqa_questions` stage.
+#[derive(Debug)]
+pub struct Questions;
+
+#[async_trait]
+impl Stage for Questions {
+    fn def(&self) -> &'static StageDef {
+        &DEF
+    }
+
+    async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
+        Ok(BTreeMap::from([(
+            "bank".into(),
+            super::bank(pipeline)?.version().to_string(),
+        )]))
+    }
+
+    async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
+        let bank = super::bank(pipeline)?;
+        let version = bank.version().to_string();
+        let config = pipeline.config();
+        let sample = MimicCxrVqaSampleFunc::new(bank, config.seed, config.vqa_paper_typos);
+        Ok(Prepared::new(
+            vec![ScalarUDF::from(sample)],
+            vec![("bank", ScalarValue::from(version))],
+        ))
+    }
+
+    fn describe(&self, report: &StageReport) -> String {
+        format!(
+            "mimic_cxr_vqa_questions: {} questions for {} studies in {:.1} s",
+            report.rows("mimic_cxr_vqa_questions"),
+            report.rows("mimic_cxr_vqa_reports"),
+            report.seconds,
+        )
+    }
+}
