@@ -131,11 +131,19 @@ pub enum Command {
         #[command(subcommand)]
         command: TemplatesCommand,
     },
+    /// Ratings of MIMIC-CXR-VQA QA pairs by other raters (human reviews), for `evaluate
+    /// agreement --rubric`
+    Ratings {
+        /// What to do
+        #[command(subcommand)]
+        command: RatingsCommand,
+    },
     /// Dataset statistics defined as SQL in sql/stats/ (without a name: list them)
     Stats {
         /// qa_templates, qa_balance, qa_texts, qa_answer_lengths, qa_ratings,
         /// qa_rating_aspects, judge_calls, gemex_table2, gemex_content,
-        /// gemex_regions or gemex_lengths
+        /// gemex_regions, gemex_lengths, mimic_cxr_vqa_table1, mimic_cxr_vqa_table2,
+        /// mimic_cxr_vqa_table3 or mimic_cxr_vqa_categories
         name: Option<String>,
         /// Output format
         #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -172,6 +180,19 @@ pub enum Command {
     /// map → graph → balance → qa → judge → grade → release (Parquet and PhysioNet layout) →
     /// summary
     Demo(DemoOptions),
+}
+
+/// `cxrlake ratings` commands.
+#[derive(Debug, Subcommand)]
+pub enum RatingsCommand {
+    /// Add a file of ratings (columns item = question_id of mimic_cxr_vqa_qa, rater, rubric =
+    /// correctness|consistency|completeness|relevance, value = one of the rubric's levels of
+    /// paper 001 table 3; .csv, .csv.gz, .jsonl or .parquet); a rating of the same item, rater
+    /// and rubric replaces the old one
+    Add {
+        /// The ratings file
+        file: PathBuf,
+    },
 }
 
 /// `cxrlake templates` commands.
@@ -278,6 +299,19 @@ pub enum ExportCommand {
         /// Which files
         #[arg(long, value_enum, default_value_t = GemexFormatArg::Both)]
         format: GemexFormatArg,
+    },
+    /// The MIMIC-CXR-VQA flavour (`run --flavour mimic_cxr_vqa`, paper 001):
+    /// mimic_cxr_vqa/<split>.json (flat records with the dataset id, category, CheXpert label
+    /// value, question, answer, answer type and the study's images with view positions) and
+    /// mimic_cxr_vqa/<split>.parquet
+    MimicCxrVqa {
+        /// Output folder
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Only the QA pairs matching this SQL predicate over mimic_cxr_vqa_qa columns, e.g.
+        /// "prohibited_count = 0"
+        #[arg(long = "where", value_name = "PREDICATE")]
+        filter: Option<String>,
     },
 }
 
@@ -444,6 +478,14 @@ impl Cli {
                 let report = pipeline.run_stage(stage, mode).await?;
                 say(out, format_args!("{report}"))
             }
+            Command::Ratings {
+                command: RatingsCommand::Add { file },
+            } => {
+                lake.require_initialized().await?;
+                let added =
+                    cxrlake_pipeline::mimic_cxr_vqa::ratings::add_ratings(&lake, file).await?;
+                say(out, format_args!("{added}"))
+            }
             Command::Templates {
                 command: TemplatesCommand::Check { templates, refdefs },
             } => {
@@ -593,6 +635,16 @@ impl Cli {
                             export = export.with_filter(filter.clone());
                         }
                         let summary = cxrlake_export::export_gemex(&lake, &export).await?;
+                        say(out, format_args!("{summary}"))
+                    }
+                    ExportCommand::MimicCxrVqa { out: dir, filter } => {
+                        let bank = mimic_cxr_vqa_bank(&lake)?;
+                        let mut export =
+                            cxrlake_export::MimicVqaExport::new(dir.clone(), bank.dataset_id());
+                        if let Some(filter) = filter {
+                            export = export.with_filter(filter.clone());
+                        }
+                        let summary = cxrlake_export::export_mimic_cxr_vqa(&lake, &export).await?;
                         say(out, format_args!("{summary}"))
                     }
                 }
@@ -844,7 +896,7 @@ async fn demo(
     // Every stage, incremental: a rerun of the demo on its own lake recomputes nothing.
     let pipeline = cxrlake_pipeline::Pipeline::builder(lake.clone())
         .reuse_stored_settings(false)
-        .set("cxrlake.flavours", "gemex")?
+        .set("cxrlake.flavours", "gemex,mimic_cxr_vqa")?
         .progress(progress)
         .open()
         .await?;
@@ -877,6 +929,17 @@ async fn demo(
     say(
         out,
         format_args!("{}\n", cxrlake_export::export_gemex(lake, &gemex).await?),
+    )?;
+    let vqa = cxrlake_export::MimicVqaExport::new(
+        &options.flavours,
+        mimic_cxr_vqa_bank(lake)?.dataset_id(),
+    );
+    say(
+        out,
+        format_args!(
+            "{}\n",
+            cxrlake_export::export_mimic_cxr_vqa(lake, &vqa).await?
+        ),
     )?;
 
     let truth = options.corpus.join("ground_truth.jsonl");
@@ -949,6 +1012,30 @@ async fn demo(
         ),
     )?;
     sql(lake, stat("gemex_table2"), Format::Table, None, out).await?;
+    say(
+        out,
+        format_args!(
+            "\nMIMIC-CXR-VQA images, QA pairs, open and closed answers per split \
+             (sql/stats/mimic_cxr_vqa_table1.sql):"
+        ),
+    )?;
+    sql(lake, stat("mimic_cxr_vqa_table1"), Format::Table, None, out).await?;
+    say(
+        out,
+        format_args!(
+            "\nMIMIC-CXR-VQA questions per CheXpert label value \
+             (sql/stats/mimic_cxr_vqa_table2.sql):"
+        ),
+    )?;
+    sql(lake, stat("mimic_cxr_vqa_table2"), Format::Table, None, out).await?;
+    say(
+        out,
+        format_args!(
+            "\nMIMIC-CXR-VQA judge on the QC sample of reports \
+             (sql/stats/mimic_cxr_vqa_table3.sql):"
+        ),
+    )?;
+    sql(lake, stat("mimic_cxr_vqa_table3"), Format::Table, None, out).await?;
     say(out, format_args!("\nreference vocabulary by category:"))?;
     let query = "SELECT category, count(*) AS findings, sum(array_length(synonyms)) AS synonyms \
                  FROM ref_findings GROUP BY category ORDER BY category";
@@ -968,7 +1055,7 @@ fn stat(name: &str) -> &'static str {
 }
 
 /// The statistics of `sql/stats/`, by name.
-pub const STATS: [(&str, &str); 11] = [
+pub const STATS: [(&str, &str); 15] = [
     (
         "qa_templates",
         include_str!("../../../sql/stats/qa_templates.sql"),
@@ -1010,7 +1097,30 @@ pub const STATS: [(&str, &str); 11] = [
         "gemex_lengths",
         include_str!("../../../sql/stats/gemex_lengths.sql"),
     ),
+    (
+        "mimic_cxr_vqa_table1",
+        include_str!("../../../sql/stats/mimic_cxr_vqa_table1.sql"),
+    ),
+    (
+        "mimic_cxr_vqa_table2",
+        include_str!("../../../sql/stats/mimic_cxr_vqa_table2.sql"),
+    ),
+    (
+        "mimic_cxr_vqa_table3",
+        include_str!("../../../sql/stats/mimic_cxr_vqa_table3.sql"),
+    ),
+    (
+        "mimic_cxr_vqa_categories",
+        include_str!("../../../sql/stats/mimic_cxr_vqa_categories.sql"),
+    ),
 ];
+
+/// The MIMIC-CXR-VQA question bank the lake's settings name (its dataset id goes into exports).
+fn mimic_cxr_vqa_bank(lake: &Lake) -> Result<cxrlake_pipeline::mimic_cxr_vqa::Bank> {
+    Ok(cxrlake_pipeline::mimic_cxr_vqa::bank_in(
+        &lake.settings().cxrlake.templates,
+    )?)
+}
 
 /// `(studies, seed)` of the corpus already in `dir`, if its manifest says so.
 fn existing_corpus(dir: &std::path::Path) -> Result<Option<(u64, u64)>> {

@@ -181,8 +181,13 @@ pub enum EvaluateCommand {
     /// Agreement between raters: Cohen's kappa per pair, Fleiss' kappa, Gwet's AC1 and AC2
     Agreement {
         /// Ratings: item, rater, value (.csv, .jsonl or .parquet)
-        #[arg(long, value_name = "FILE")]
-        ratings: PathBuf,
+        #[arg(long, value_name = "FILE", required_unless_present = "rubric", conflicts_with = "rubric")]
+        ratings: Option<PathBuf>,
+        /// Instead of a file: one rubric (correctness, consistency, completeness, relevance) of
+        /// the MIMIC-CXR-VQA judges' verdicts and the ratings added with `cxrlake ratings add`,
+        /// its levels ordered worst to best
+        #[arg(long, value_name = "RUBRIC")]
+        rubric: Option<String>,
         /// The values in order, e.g. "D,C,B,A,A+,A++" [default: sorted]
         #[arg(long, value_name = "A,B,…")]
         categories: Option<String>,
@@ -378,12 +383,21 @@ impl EvaluateCommand {
             }
             EvaluateCommand::Agreement {
                 ratings,
+                rubric,
                 categories,
                 weights,
                 common,
             } => {
                 let options = eval::AgreementOptions {
-                    ratings: ratings.clone(),
+                    ratings: match (ratings, rubric) {
+                        (_, Some(rubric)) => eval::RatingsSource::Rubric(rubric.clone()),
+                        (Some(path), None) => eval::RatingsSource::File(path.clone()),
+                        (None, None) => {
+                            return Err(CliError::Usage(
+                                "evaluate agreement needs --ratings FILE or --rubric RUBRIC".into(),
+                            ));
+                        }
+                    },
                     categories: categories
                         .as_ref()
                         .map(|c| c.split(',').map(|v| v.trim().to_string()).collect()),
@@ -399,7 +413,7 @@ impl EvaluateCommand {
                     },
                     eval: common.options()?,
                 };
-                (eval::rater_agreement(&options).await?, common)
+                (eval::rater_agreement(lake, &options).await?, common)
             }
         };
         evaluation.commit(lake).await?;

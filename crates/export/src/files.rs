@@ -17,9 +17,11 @@
 //! names inside it.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
 
 use crate::error::{ExportError, Result};
 
@@ -160,6 +162,81 @@ impl Drop for TempFile {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// A JSON array file being written (one record per line) to a hidden temporary file, renamed
+/// into place by [`JsonArray::finish`].
+pub(crate) struct JsonArray {
+    writer: BufWriter<File>,
+    temp: PathBuf,
+    target: PathBuf,
+    first: bool,
+}
+
+impl JsonArray {
+    /// Starts the array of `target`.
+    pub(crate) fn open(target: PathBuf) -> Result<Self> {
+        let temp = hidden_temp(&target)?;
+        let file = File::create(&temp).map_err(|source| ExportError::Io {
+            path: temp.clone(),
+            source,
+        })?;
+        let mut output = JsonArray {
+            writer: BufWriter::new(file),
+            temp,
+            target,
+            first: true,
+        };
+        output.write(b"[")?;
+        Ok(output)
+    }
+
+    fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.writer
+            .write_all(bytes)
+            .map_err(|source| ExportError::Io {
+                path: self.temp.clone(),
+                source,
+            })
+    }
+
+    /// Appends one record.
+    pub(crate) fn record(&mut self, value: &Value) -> Result<()> {
+        let separator: &[u8] = if self.first { b"\n" } else { b",\n" };
+        self.first = false;
+        self.write(separator)?;
+        let json = serde_json::to_vec(value)?;
+        self.write(&json)
+    }
+
+    /// The file it becomes.
+    pub(crate) fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Closes the array and renames the file into place; its size.
+    pub(crate) fn finish(mut self) -> Result<u64> {
+        self.write(b"\n]\n")?;
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ExportError::Io { path, source }
+        };
+        let file = self.writer.into_inner().map_err(|e| ExportError::Io {
+            path: self.temp.clone(),
+            source: e.into_error(),
+        })?;
+        file.sync_all().map_err(io(&self.temp))?;
+        let bytes = file.metadata().map_err(io(&self.temp))?.len();
+        drop(file);
+        std::fs::rename(&self.temp, &self.target).map_err(io(&self.target))?;
+        Ok(bytes)
+    }
+}
+
+/// The image file of `image_id`, as MIMIC-CXR-JPG names it.
+pub(crate) fn image_path(patient_id: &str, study_id: &str, image_id: &str) -> String {
+    let group = patient_id.get(..3).unwrap_or(patient_id);
+    format!("files/{group}/{patient_id}/{study_id}/{image_id}.jpg")
 }
 
 #[cfg(test)]

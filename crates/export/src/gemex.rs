@@ -13,9 +13,7 @@
 //! `files/pXX/pXXXXXXXX/sXXXXXXXX/<image_id>.jpg`.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use cxrlake_gemex::export::{ExportIds, gemex_record, llava};
@@ -26,7 +24,7 @@ use futures::StreamExt;
 use serde_json::Value;
 
 use crate::error::{ExportError, Result};
-use crate::files::{create_folder, hidden_temp};
+use crate::files::{JsonArray, create_folder, image_path};
 use crate::scan::{filtered_table, nothing_to_export};
 
 /// Which files `export gemex` writes.
@@ -104,73 +102,6 @@ impl std::fmt::Display for GemexSummary {
     }
 }
 
-/// One output file being written: its temporary file, target and whether a record was written.
-struct Output {
-    writer: BufWriter<File>,
-    temp: PathBuf,
-    target: PathBuf,
-    first: bool,
-}
-
-impl Output {
-    fn open(target: PathBuf) -> Result<Self> {
-        let temp = hidden_temp(&target)?;
-        let file = File::create(&temp).map_err(|source| ExportError::Io {
-            path: temp.clone(),
-            source,
-        })?;
-        let mut output = Output {
-            writer: BufWriter::new(file),
-            temp,
-            target,
-            first: true,
-        };
-        output.write(b"[")?;
-        Ok(output)
-    }
-
-    fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        self.writer
-            .write_all(bytes)
-            .map_err(|source| ExportError::Io {
-                path: self.temp.clone(),
-                source,
-            })
-    }
-
-    fn record(&mut self, value: &Value) -> Result<()> {
-        let separator: &[u8] = if self.first { b"\n" } else { b",\n" };
-        self.first = false;
-        self.write(separator)?;
-        let json = serde_json::to_vec(value)?;
-        self.write(&json)
-    }
-
-    /// Closes the array and renames the file into place; its size.
-    fn finish(mut self) -> Result<u64> {
-        self.write(b"\n]\n")?;
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| ExportError::Io { path, source }
-        };
-        let file = self.writer.into_inner().map_err(|e| ExportError::Io {
-            path: self.temp.clone(),
-            source: e.into_error(),
-        })?;
-        file.sync_all().map_err(io(&self.temp))?;
-        let bytes = file.metadata().map_err(io(&self.temp))?.len();
-        drop(file);
-        std::fs::rename(&self.temp, &self.target).map_err(io(&self.target))?;
-        Ok(bytes)
-    }
-}
-
-/// The image file of `image_id`, as MIMIC-CXR-JPG names it.
-fn image_path(patient_id: &str, study_id: &str, image_id: &str) -> String {
-    let group = patient_id.get(..3).unwrap_or(patient_id);
-    format!("files/{group}/{patient_id}/{study_id}/{image_id}.jpg")
-}
-
 /// Writes the `gemex_qa` rows of `lake` (matching the export's filter) as GEMeX and LLaVA
 /// files per split.
 pub async fn export_gemex(lake: &Lake, export: &GemexExport) -> Result<GemexSummary> {
@@ -178,7 +109,7 @@ pub async fn export_gemex(lake: &Lake, export: &GemexExport) -> Result<GemexSumm
     let frame = filtered_table(lake, "gemex_qa", export.filter.as_deref()).await?;
     let mut stream = frame.execute_stream().await?;
     create_folder(&export.out_dir)?;
-    let mut outputs: BTreeMap<(String, &'static str), Output> = BTreeMap::new();
+    let mut outputs: BTreeMap<(String, &'static str), JsonArray> = BTreeMap::new();
     let mut splits: BTreeMap<String, usize> = BTreeMap::new();
     let mut row = 0;
     let kinds: &[&'static str] = match export.format {
@@ -226,7 +157,7 @@ pub async fn export_gemex(lake: &Lake, export: &GemexExport) -> Result<GemexSumm
                 let key = (split.clone(), *kind);
                 if !outputs.contains_key(&key) {
                     let target = export.out_dir.join(kind).join(format!("{split}.json"));
-                    outputs.insert(key.clone(), Output::open(target)?);
+                    outputs.insert(key.clone(), JsonArray::open(target)?);
                 }
                 let rendered = match *kind {
                     "gemex" => gemex_record(&record, &ids),
@@ -249,7 +180,7 @@ pub async fn export_gemex(lake: &Lake, export: &GemexExport) -> Result<GemexSumm
     let mut files = Vec::new();
     let mut bytes = 0;
     for output in outputs.into_values() {
-        files.push(output.target.clone());
+        files.push(output.target().to_path_buf());
         bytes += output.finish()?;
     }
     Ok(GemexSummary {

@@ -66,6 +66,7 @@ pub mod gemex;
 pub mod import;
 mod inflight;
 mod layout;
+pub mod mimic_cxr_vqa;
 pub mod qa;
 pub mod release;
 mod scan;
@@ -77,6 +78,7 @@ mod writer;
 
 pub use error::{ExportError, Result};
 pub use gemex::{GemexExport, GemexFormat, GemexSummary, export_gemex};
+pub use mimic_cxr_vqa::{MimicVqaExport, MimicVqaSummary, export_mimic_cxr_vqa};
 pub use import::{ImportSummary, ReleaseImport, import_release};
 pub use qa::{QA_SUFFIX, QaExport, export_qa, qa_path};
 pub use release::{

@@ -321,6 +321,14 @@ pub fn heuristic_verdict(
             });
             (report, details, said)
         }
+        "cardiomegaly" => {
+            // "The heart is mildly enlarged" is cardiomegaly; "heart size is normal" is not.
+            let said = match polar_answer {
+                Some(p) => Some(p),
+                None => heart_said(answer, &category.terms),
+            };
+            (heart_said(report, &category.terms), Vec::new(), said)
+        }
         _ => {
             let (report, details) = what_is_said(report, &category.terms);
             let (said, _) = what_is_said(answer, &category.terms);
@@ -455,7 +463,8 @@ mod tests {
     /// reports: terse, negated lists, hedges, no labels).
     const REPORT: &str = "PA and lateral views of the chest provided. There is a small right \
         pleural effusion with adjacent basilar atelectasis. No focal consolidation or \
-        pneumothorax. Heart size is mildly enlarged. Mediastinal contour is unremarkable. \
+        pneumothorax. The heart is mildly enlarged. The cardiomediastinal silhouette is within \
+        normal limits otherwise. \
         Right-sided PICC terminates in the low SVC. Possible small nodule in the left upper \
         lobe, cannot exclude.";
 
@@ -495,6 +504,27 @@ mod tests {
             "Is a Lung Lesion observed?",
             "Possibly; a small nodule may be present in the left upper lobe.",
             REPORT,
+        );
+        assert_eq!(v.correctness, "Correct", "{v:?}");
+        let v = judge(
+            "cardiomegaly",
+            "Can Cardiomegaly be detected?",
+            "Yes, mild cardiomegaly is seen.",
+            REPORT,
+        );
+        assert_eq!(v.correctness, "Correct", "{v:?}");
+        let v = judge(
+            "enlarged_cardiomediastinum",
+            "Is the Cardiomedistinum enlarged?",
+            "No, there are no signs of enlarged cardiomediastinum in the radiograph.",
+            REPORT,
+        );
+        assert_eq!(v.correctness, "Correct", "{v:?}");
+        let v = judge(
+            "no_finding",
+            "Are there any findings?",
+            "No, no abnormalities are seen in the radiograph.",
+            "Lungs are clear. Normal cardiomediastinal contours. No pneumothorax.",
         );
         assert_eq!(v.correctness, "Correct", "{v:?}");
         let v = judge(

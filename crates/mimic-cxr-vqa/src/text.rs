@@ -40,6 +40,7 @@ pub(crate) fn position(words: &[String], phrase: &str) -> Option<usize> {
 /// consolidation", "negative for pneumonia", "free of", "absence of").
 const NEGATIONS: &[&str] = &[
     "no", "not", "without", "negative", "free", "absence", "absent", "nor", "resolved", "clear",
+    "normal", "unremarkable",
 ];
 
 /// Words that make a following finding uncertain.
@@ -65,7 +66,8 @@ pub(crate) enum Stance {
 
 /// The stance toward the finding whose phrase starts at `at` in `words`: negated by a negation
 /// word among the six words before it (within its scope), hedged by a hedge in the sentence,
-/// else present. `X is not seen` and `X is absent` count as negated too.
+/// else present. `X is not seen`, `X is absent`, `X is normal` and `X is within normal limits`
+/// count as negated too (for an abnormality, normal is its absence).
 pub(crate) fn stance(words: &[String], at: usize, phrase_len: usize) -> Stance {
     let start = at.saturating_sub(6);
     let mut negated = false;
@@ -82,7 +84,8 @@ pub(crate) fn stance(words: &[String], at: usize, phrase_len: usize) -> Stance {
     if after.iter().any(|w| {
         matches!(
             w.as_str(),
-            "not" | "absent" | "resolved" | "excluded" | "none"
+            "not" | "absent" | "resolved" | "excluded" | "none" | "normal" | "unremarkable"
+                | "within"
         )
     }) && !after.iter().any(|w| w == "cannot" || w == "be")
     {

@@ -19,18 +19,39 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use cxrlake_evaluate::agreement::{RatingTable, Weights, cohen_kappa, fleiss_kappa, gwet_ac};
+use cxrlake_lake::Lake;
 use serde_json::json;
 
 use super::scores::{EvalOptions, Evaluation, ScoreDef};
 use super::{STAGE, register_file, require_columns, strings};
 use crate::error::{PipelineError, Result};
+use crate::mimic_cxr_vqa::ratings::{rubric_levels, rubric_ratings_sql};
 use crate::sql::collect;
+
+/// Where the ratings come from.
+#[derive(Debug, Clone)]
+pub enum RatingsSource {
+    /// A file with columns `item`, `rater`, `value`.
+    File(PathBuf),
+    /// One rubric of the lake's MIMIC-CXR-VQA judge verdicts and added ratings
+    /// (`mimic_cxr_vqa_judgements`, `mimic_cxr_vqa_ratings`).
+    Rubric(String),
+}
+
+impl RatingsSource {
+    fn name(&self) -> String {
+        match self {
+            Self::File(path) => path.display().to_string(),
+            Self::Rubric(rubric) => format!("MIMIC-CXR-VQA {rubric} ratings"),
+        }
+    }
+}
 
 /// Options of `cxrlake evaluate agreement`.
 #[derive(Debug, Clone)]
 pub struct AgreementOptions {
-    /// The ratings file: columns `item`, `rater`, `value`.
-    pub ratings: PathBuf,
+    /// The ratings.
+    pub ratings: RatingsSource,
     /// The ordered categories (else the sorted distinct values).
     pub categories: Option<Vec<String>>,
     /// Weights of Cohen's and Fleiss' kappa and of AC2.
@@ -40,16 +61,24 @@ pub struct AgreementOptions {
 }
 
 /// Agreement statistics of the ratings file.
-pub async fn rater_agreement(options: &AgreementOptions) -> Result<Evaluation> {
-    let ctx = datafusion::prelude::SessionContext::new();
-    register_file(&ctx, "ratings", &options.ratings).await?;
-    require_columns(
-        &ctx,
-        "ratings",
-        &options.ratings,
-        &["item", "rater", "value"],
-    )
-    .await?;
+pub async fn rater_agreement(lake: &Lake, options: &AgreementOptions) -> Result<Evaluation> {
+    let (ctx, categories) = match &options.ratings {
+        RatingsSource::File(path) => {
+            let ctx = datafusion::prelude::SessionContext::new();
+            register_file(&ctx, "ratings", path).await?;
+            require_columns(&ctx, "ratings", path, &["item", "rater", "value"]).await?;
+            (ctx, options.categories.clone())
+        }
+        RatingsSource::Rubric(rubric) => {
+            let ctx = lake.session().await?;
+            let query = |e| PipelineError::query(STAGE, e);
+            let view = ctx.sql(&rubric_ratings_sql(rubric)?).await.map_err(query)?;
+            ctx.register_table("ratings", view.into_view())
+                .map_err(query)?;
+            let categories = options.categories.clone().or_else(|| rubric_levels(rubric));
+            (ctx, categories)
+        }
+    };
     let rows = strings(
         &collect(
             &ctx,
@@ -71,7 +100,6 @@ pub async fn rater_agreement(options: &AgreementOptions) -> Result<Evaluation> {
         }
     }
     let items: Vec<(String, Vec<(String, String)>)> = items.into_iter().collect();
-    let categories = options.categories.clone();
     let table = |weights: &[u32]| -> Result<RatingTable> {
         let mut triples = Vec::new();
         for ((item, ratings), &w) in items.iter().zip(weights) {
@@ -88,7 +116,7 @@ pub async fn rater_agreement(options: &AgreementOptions) -> Result<Evaluation> {
     if raters.len() < 2 {
         return Err(PipelineError::Config(format!(
             "{}: agreement needs at least two raters, found {}",
-            options.ratings.display(),
+            options.ratings.name(),
             raters.len()
         )));
     }
@@ -143,7 +171,7 @@ pub async fn rater_agreement(options: &AgreementOptions) -> Result<Evaluation> {
             .collect()
     };
     let settings = json!({
-        "ratings": options.ratings.display().to_string(),
+        "ratings": options.ratings.name(),
         "categories": all.categories(),
         "weights": weights_name(options.weights),
         "options": options.eval.to_json(),

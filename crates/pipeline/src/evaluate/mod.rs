@@ -28,7 +28,7 @@ mod scores;
 mod text;
 mod truth;
 
-pub use agreement::{AgreementOptions, rater_agreement};
+pub use agreement::{AgreementOptions, RatingsSource, rater_agreement};
 pub use boxes::{BoxOptions, boxes_vs_reference};
 pub use choice::{ChoiceOptions, choice_accuracy};
 pub use gemex::{GemexOptions, gemex_scores};

@@ -8,13 +8,15 @@
 mod answer;
 mod judge;
 mod questions;
+pub mod ratings;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use cxrlake_generate::{GenerationTask, PromptSet};
 use cxrlake_mimic_cxr_vqa::answer::LintPolicy;
-use cxrlake_mimic_cxr_vqa::bank::{Bank, FILE};
+pub use cxrlake_mimic_cxr_vqa::bank::Bank;
+use cxrlake_mimic_cxr_vqa::bank::FILE;
 
 use crate::error::{PipelineError, Result};
 use crate::generation::generator_id;
@@ -31,18 +33,22 @@ pub fn stages() -> Vec<Arc<dyn Stage>> {
     vec![Arc::new(Questions), Arc::new(Answer), Arc::new(Judge)]
 }
 
-/// The bank: `mimic_cxr_vqa/questions.toml` of the templates folder (`cxrlake.templates`) when it
-/// has one, else the embedded one.
-pub(crate) fn bank(pipeline: &Pipeline) -> Result<Arc<Bank>> {
-    let folder = settings::path(&pipeline.config().templates)
+/// The bank: `mimic_cxr_vqa/questions.toml` of the templates folder `templates`
+/// (`cxrlake.templates`) when it has one, else the embedded one.
+pub fn bank_in(templates: &str) -> Result<Bank> {
+    let folder = settings::path(templates)
         .map(|dir| dir.join("mimic_cxr_vqa"))
         .filter(|dir| dir.join(FILE).is_file());
-    let bank = match folder {
+    match folder {
         Some(dir) => Bank::load(&dir),
         None => Bank::embedded(),
     }
-    .map_err(|e| PipelineError::Config(e.to_string()))?;
-    Ok(Arc::new(bank))
+    .map_err(|e| PipelineError::Config(e.to_string()))
+}
+
+/// The bank of the pipeline's templates folder.
+pub(crate) fn bank(pipeline: &Pipeline) -> Result<Arc<Bank>> {
+    Ok(Arc::new(bank_in(&pipeline.config().templates)?))
 }
 
 /// The prompts: `mimic_cxr_vqa/` of `cxrlake.flavour_prompts` when set, else the embedded ones.

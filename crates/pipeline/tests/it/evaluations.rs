@@ -47,7 +47,7 @@ async fn every_evaluation_scores_known_answers() {
     text(&lake, dir.path()).await;
     radstruct(&lake, dir.path()).await;
     choice(dir.path()).await;
-    agreement(dir.path()).await;
+    agreement(&lake, dir.path()).await;
 }
 
 async fn labels(lake: &Lake, defs: &cxrlake_refdefs::RefDefs, dir: &Path) {
@@ -501,7 +501,7 @@ async fn choice(dir: &Path) {
     );
 }
 
-async fn agreement(dir: &Path) {
+async fn agreement(lake: &Lake, dir: &Path) {
     // Two raters, 4 items: observed agreement 3/4; marginals A: 2 yes 2 no, B: 3 yes 1 no;
     // expected agreement 2/4·3/4 + 2/4·1/4 = 0.5; Cohen's kappa = (0.75 − 0.5) / 0.5 = 0.5.
     let ratings = dir.join("ratings.csv");
@@ -509,8 +509,8 @@ async fn agreement(dir: &Path) {
         &ratings,
         "item,rater,value\n1,a,yes\n1,b,yes\n2,a,yes\n2,b,yes\n3,a,no\n3,b,yes\n4,a,no\n4,b,no\n",
     );
-    let evaluation = eval::rater_agreement(&AgreementOptions {
-        ratings,
+    let evaluation = eval::rater_agreement(lake, &AgreementOptions {
+        ratings: eval::RatingsSource::File(ratings),
         categories: None,
         weights: Weights::Identity,
         eval: options(100),

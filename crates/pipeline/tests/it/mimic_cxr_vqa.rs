@@ -9,6 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use cxrlake_export::{MimicVqaExport, export_mimic_cxr_vqa};
 use cxrlake_mimic_cxr_vqa::bank::{Bank, mentions_heart};
 use serde_json::json;
 
@@ -191,6 +192,33 @@ async fn offline_mimic_cxr_vqa_samples_answers_judges_and_stays_up_to_date() {
         again.stages.iter().all(|s| s.scope.is_empty()),
         "up to date after the run:\n{again}"
     );
+
+    // Export: JSON and Parquet per split, every QA pair once, with the dataset id.
+    let out = dir.path().join("vqa-out");
+    let summary = export_mimic_cxr_vqa(&lake, &MimicVqaExport::new(&out, bank.dataset_id()))
+        .await
+        .expect("export");
+    let total = number(&lake, "SELECT count(*) FROM mimic_cxr_vqa_qa").await;
+    assert_eq!(summary.splits.values().sum::<usize>() as i64, total);
+    let ctx = datafusion::prelude::SessionContext::new();
+    for (split, count) in &summary.splits {
+        let path = out.join("mimic_cxr_vqa").join(format!("{split}.json"));
+        let records: Vec<serde_json::Value> =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("json")).expect("array");
+        assert_eq!(records.len(), *count);
+        assert!(records.iter().all(|r| r["dataset_id"] == json!("mimic_cxr_vqa_upv_llama")
+            && r["split"] == json!(split)
+            && r["images"][0]["path"].as_str().is_some_and(|p| p.ends_with(".jpg"))));
+        let parquet = out.join("mimic_cxr_vqa").join(format!("{split}.parquet"));
+        let rows = ctx
+            .read_parquet(parquet.to_string_lossy().as_ref(), Default::default())
+            .await
+            .expect("parquet")
+            .count()
+            .await
+            .expect("count");
+        assert_eq!(rows, *count);
+    }
 
     // Another seed asks other phrasings.
     run_stage(&lake, "mimic_cxr_vqa_questions", &[FLAVOUR, ("seed", "5")]).await;
