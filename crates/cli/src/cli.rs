@@ -1212,6 +1212,17 @@ pub struct SettingsArgs {
     /// built-in: prompts/]
     #[arg(long, value_name = "DIR")]
     pub flavour_prompts: Option<PathBuf>,
+    /// MIMIC-CXR-VQA: keep the paper's spelling of its questions (true) or correct it (false)
+    /// [key: vqa_paper_typos]
+    #[arg(long, value_name = "BOOL")]
+    pub vqa_paper_typos: Option<bool>,
+    /// MIMIC-CXR-VQA: answers with a prohibited term or a report reference are flagged,
+    /// regenerated (asked again) or dropped (quarantined) [key: vqa_lint]
+    #[arg(long, value_name = "POLICY", value_parser = ["flag", "regenerate", "drop"])]
+    pub vqa_lint: Option<String>,
+    /// MIMIC-CXR-VQA: reports in the judge's QC sample; 0 for all [key: vqa_qc_reports]
+    #[arg(long, value_name = "N")]
+    pub vqa_qc_reports: Option<usize>,
     /// Patients per chunk (bounds memory; one commit per chunk) [key: chunk_patients; default:
     /// localize 500, map 5000, graph 2000, qa/judge/grade 100]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -1273,6 +1284,12 @@ impl SettingsArgs {
                 self.match_threshold.map(|v| v.to_string()),
             ),
             ("min_area", self.min_area.map(|v| v.to_string())),
+            (
+                "vqa_paper_typos",
+                self.vqa_paper_typos.map(|v| v.to_string()),
+            ),
+            ("vqa_lint", self.vqa_lint.clone()),
+            ("vqa_qc_reports", self.vqa_qc_reports.map(|n| n.to_string())),
             ("chunk_patients", self.chunk_patients.map(|n| n.to_string())),
             (
                 "allow_remote_llm",

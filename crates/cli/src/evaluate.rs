@@ -181,7 +181,12 @@ pub enum EvaluateCommand {
     /// Agreement between raters: Cohen's kappa per pair, Fleiss' kappa, Gwet's AC1 and AC2
     Agreement {
         /// Ratings: item, rater, value (.csv, .jsonl or .parquet)
-        #[arg(long, value_name = "FILE", required_unless_present = "rubric", conflicts_with = "rubric")]
+        #[arg(
+            long,
+            value_name = "FILE",
+            required_unless_present = "rubric",
+            conflicts_with = "rubric"
+        )]
         ratings: Option<PathBuf>,
         /// Instead of a file: one rubric (correctness, consistency, completeness, relevance) of
         /// the MIMIC-CXR-VQA judges' verdicts and the ratings added with `cxrlake ratings add`,

@@ -78,8 +78,8 @@ mod writer;
 
 pub use error::{ExportError, Result};
 pub use gemex::{GemexExport, GemexFormat, GemexSummary, export_gemex};
-pub use mimic_cxr_vqa::{MimicVqaExport, MimicVqaSummary, export_mimic_cxr_vqa};
 pub use import::{ImportSummary, ReleaseImport, import_release};
+pub use mimic_cxr_vqa::{MimicVqaExport, MimicVqaSummary, export_mimic_cxr_vqa};
 pub use qa::{QA_SUFFIX, QaExport, export_qa, qa_path};
 pub use release::{
     ReleaseExport, ReleaseFormat, ReleaseSummary, Subset, export_release, quality_mappings_csv,

@@ -101,7 +101,10 @@ fn record(row: &Value, dataset_id: &str) -> std::result::Result<Value, String> {
         .into_iter()
         .flatten()
         .map(|image| {
-            let image_id = image.get("image_id").and_then(Value::as_str).unwrap_or_default();
+            let image_id = image
+                .get("image_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             json!({
                 "image_id": image_id,
                 "view_position": image.get("view_position").cloned().unwrap_or(Value::Null),
@@ -151,8 +154,8 @@ pub async fn export_mimic_cxr_vqa(lake: &Lake, export: &MimicVqaExport) -> Resul
         let lines = writer.into_inner();
         for line in lines.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
             let value: Value = serde_json::from_slice(line)?;
-            let rendered = record(&value, &export.dataset_id).map_err(|reason| {
-                ExportError::Record {
+            let rendered =
+                record(&value, &export.dataset_id).map_err(|reason| ExportError::Record {
                     table: TABLE,
                     row,
                     question_id: value
@@ -160,8 +163,7 @@ pub async fn export_mimic_cxr_vqa(lake: &Lake, export: &MimicVqaExport) -> Resul
                         .and_then(Value::as_str)
                         .map(str::to_string),
                     reason,
-                }
-            })?;
+                })?;
             row += 1;
             let split = value
                 .get("split")

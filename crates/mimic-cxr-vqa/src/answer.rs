@@ -267,9 +267,14 @@ impl GenerationTask for AnswerTask {
         let value = LabelValue::parse(&row.value)
             .ok_or_else(|| format!("unknown label value '{}'", row.value))?;
         let text = offline_answer(category, value, &row.question, &row.facts);
-        serde_json::to_value(AnswerRecord::new(&self.bank, &row.question, &row.question, &text))
-            .map(|v| vec![v])
-            .map_err(|e| e.to_string())
+        serde_json::to_value(AnswerRecord::new(
+            &self.bank,
+            &row.question,
+            &row.question,
+            &text,
+        ))
+        .map(|v| vec![v])
+        .map_err(|e| e.to_string())
     }
 
     fn offline_id(&self) -> &str {
@@ -375,7 +380,12 @@ fn be(items: &[String]) -> &'static str {
 /// The offline answer (paper 001's style: a full sentence that answers the question and gives
 /// the details the study holds; NaN answers state absence; no comparison terms, no reference to
 /// the report).
-pub fn offline_answer(category: &Category, value: LabelValue, question: &str, facts: &[Fact]) -> String {
+pub fn offline_answer(
+    category: &Category,
+    value: LabelValue,
+    question: &str,
+    facts: &[Fact],
+) -> String {
     let polar = is_polar(question);
     let name = category.name.to_lowercase();
     match category.id.as_str() {
@@ -384,7 +394,8 @@ pub fn offline_answer(category: &Category, value: LabelValue, question: &str, fa
             let abnormal = phrases(facts, |f| {
                 !is_device(f) && !f.categories.iter().any(|c| c == "TECHNICAL")
             });
-            if value == LabelValue::Positive || abnormal.is_empty() && value != LabelValue::Uncertain
+            if value == LabelValue::Positive
+                || abnormal.is_empty() && value != LabelValue::Uncertain
             {
                 let text = "no abnormalities are seen in the radiograph.";
                 if polar {
@@ -395,7 +406,11 @@ pub fn offline_answer(category: &Category, value: LabelValue, question: &str, fa
             } else if abnormal.is_empty() {
                 "Abnormal findings cannot be excluded in the radiograph.".to_string()
             } else {
-                let text = format!("{} {} seen in the radiograph.", join(&abnormal), be(&abnormal));
+                let text = format!(
+                    "{} {} seen in the radiograph.",
+                    join(&abnormal),
+                    be(&abnormal)
+                );
                 if polar {
                     format!("Yes, {text}")
                 } else {
@@ -556,7 +571,11 @@ mod tests {
             "Yes, moderate pleural effusion in the left costophrenic angle is seen."
         );
         assert_eq!(
-            answer_of("pleural_effusion", "1.0", "What evidence of Pleural Effusion is visible?"),
+            answer_of(
+                "pleural_effusion",
+                "1.0",
+                "What evidence of Pleural Effusion is visible?"
+            ),
             "Moderate pleural effusion in the left costophrenic angle is seen."
         );
         assert_eq!(
@@ -564,7 +583,11 @@ mod tests {
             "No, there are no signs of pneumothorax in the radiograph."
         );
         assert_eq!(
-            answer_of("pneumothorax", "0.0", "What evidence of Pneumothorax is visible?"),
+            answer_of(
+                "pneumothorax",
+                "0.0",
+                "What evidence of Pneumothorax is visible?"
+            ),
             "No evidence of pneumothorax is seen in the radiograph."
         );
         assert!(
@@ -604,9 +627,17 @@ mod tests {
             regions: vec!["left lower lung zone".into()],
             ..Fact::default()
         }];
-        let text = offline_answer(category, LabelValue::Positive, "Is Atelectasis observed?", &facts);
+        let text = offline_answer(
+            category,
+            LabelValue::Positive,
+            "Is Atelectasis observed?",
+            &facts,
+        );
         assert!(lint(&text).is_clean(), "{text}");
-        assert_eq!(text, "Yes, atelectasis in the left lower lung zone is seen.");
+        assert_eq!(
+            text,
+            "Yes, atelectasis in the left lower lung zone is seen."
+        );
     }
 
     #[test]
@@ -630,10 +661,16 @@ mod tests {
         assert_eq!(records[0]["prohibited_terms"], json!(["unchanged"]));
         assert_eq!(records[0]["report_references"], json!(["mentioned"]));
         let err = task(LintPolicy::Regenerate)
-            .check(&input, &json!({"question": "Is Edema observed?", "answer": "Stable edema."}))
+            .check(
+                &input,
+                &json!({"question": "Is Edema observed?", "answer": "Stable edema."}),
+            )
             .expect_err("asked again");
         assert!(err.contains("prohibited comparison terms: stable"), "{err}");
-        assert!(flag.check(&input, &json!({"question": "q", "answer": "  "})).is_err());
+        assert!(
+            flag.check(&input, &json!({"question": "q", "answer": "  "}))
+                .is_err()
+        );
     }
 
     #[test]

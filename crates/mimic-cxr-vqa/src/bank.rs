@@ -333,7 +333,10 @@ mod tests {
         let bank = Bank::embedded().expect("bank");
         assert_eq!(bank.categories().len(), 15);
         assert_eq!(
-            bank.categories().iter().map(|c| c.questions.len()).sum::<usize>(),
+            bank.categories()
+                .iter()
+                .map(|c| c.questions.len())
+                .sum::<usize>(),
             90
         );
         let atelectasis = bank.category("atelectasis").expect("atelectasis");
@@ -353,8 +356,14 @@ mod tests {
         let mediastinum = bank
             .category("enlarged_cardiomediastinum")
             .expect("cardiomediastinum");
-        assert_eq!(mediastinum.question(0, true), "Is the Cardiomedistinum enlarged?");
-        assert_eq!(mediastinum.question(0, false), "Is the Cardiomediastinum enlarged?");
+        assert_eq!(
+            mediastinum.question(0, true),
+            "Is the Cardiomedistinum enlarged?"
+        );
+        assert_eq!(
+            mediastinum.question(0, false),
+            "Is the Cardiomediastinum enlarged?"
+        );
         assert_eq!(mediastinum.template_id(0), "enlarged_cardiomediastinum_1");
         // The 14 CheXpert labels and Heart, each category's questions distinct, all 90 distinct.
         let mut all: Vec<&str> = bank
@@ -404,7 +413,10 @@ mod tests {
             // Phrasings are used evenly (within 5 % of the mean).
             let even = total as f64 / 6.0;
             for count in per_template {
-                assert!((count as f64 - even).abs() < 0.05 * even, "{per_template:?}");
+                assert!(
+                    (count as f64 - even).abs() < 0.05 * even,
+                    "{per_template:?}"
+                );
             }
         }
         let heart = bank.category(HEART).expect("heart");
@@ -422,7 +434,10 @@ mod tests {
     fn label_values_and_the_heart_rule() {
         assert_eq!(LabelValue::of(Some(1.0)), Some(LabelValue::Positive));
         assert_eq!(LabelValue::of(Some(-1.0)), Some(LabelValue::Uncertain));
-        assert_eq!(LabelValue::of(Some(f64::NAN)), Some(LabelValue::NotMentioned));
+        assert_eq!(
+            LabelValue::of(Some(f64::NAN)),
+            Some(LabelValue::NotMentioned)
+        );
         assert_eq!(LabelValue::of(None), Some(LabelValue::NotMentioned));
         assert_eq!(LabelValue::of(Some(2.0)), None);
         assert_eq!(LabelValue::parse("-1.0"), Some(LabelValue::Uncertain));
@@ -444,7 +459,9 @@ mod tests {
     #[test]
     fn a_malformed_bank_says_what_is_wrong() {
         let text = EMBEDDED.replacen("    \"Is Atelectasis observed?\",\n", "", 1);
-        let err = Bank::parse(&text, "x.toml").expect_err("five questions").to_string();
+        let err = Bank::parse(&text, "x.toml")
+            .expect_err("five questions")
+            .to_string();
         assert!(err.contains("'atelectasis' has 5 questions"), "{err}");
         let text = EMBEDDED.replacen("positive = 3.75", "positive = 7", 1);
         let err = Bank::parse(&text, "x.toml").expect_err("k").to_string();

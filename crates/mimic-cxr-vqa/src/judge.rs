@@ -159,7 +159,10 @@ impl GenerationTask for JudgeTask {
     fn check(&self, _input: &Value, answer: &Value) -> std::result::Result<Vec<Value>, String> {
         let mut levels = Vec::with_capacity(4);
         for (rubric, allowed) in RUBRICS {
-            let given = answer.get(rubric).and_then(Value::as_str).unwrap_or_default();
+            let given = answer
+                .get(rubric)
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             let Some(found) = level(rubric, given) else {
                 return Err(format!(
                     "\"{rubric}\" is \"{given}\", not one of: {}",
@@ -193,7 +196,13 @@ impl GenerationTask for JudgeTask {
             .bank
             .category(&row.category)
             .ok_or_else(|| format!("unknown category '{}'", row.category))?;
-        let verdict = heuristic_verdict(&self.bank, category, &row.question, &row.answer, &row.findings);
+        let verdict = heuristic_verdict(
+            &self.bank,
+            category,
+            &row.question,
+            &row.answer,
+            &row.findings,
+        );
         serde_json::to_value(verdict)
             .map(|v| vec![v])
             .map_err(|e| e.to_string())
@@ -240,7 +249,9 @@ fn heart_said(text: &str, cardiomegaly: &[String]) -> Option<Stance> {
         if let Some(at) = w.iter().position(|x| x.starts_with("enlarg")) {
             return Some(stance(&w, at, 1));
         }
-        if w.iter().any(|x| x == "normal" || x == "unremarkable" || x == "upper") {
+        if w.iter()
+            .any(|x| x == "normal" || x == "unremarkable" || x == "upper")
+        {
             return Some(Stance::Absent);
         }
     }
@@ -257,11 +268,43 @@ fn same_stem(a: &str, b: &str) -> bool {
 
 /// Words of location and anatomy a normalised answer may use for the report's own wording.
 const ANATOMY: &[&str] = &[
-    "zone", "zones", "angle", "angles", "lobe", "lobes", "lung", "lungs", "base", "bases",
-    "field", "fields", "region", "hemithorax", "costophrenic", "lower", "upper", "mid", "middle",
-    "apical", "apex", "following", "support", "devices", "device", "heart", "normal", "enlarged",
-    "abnormalities", "abnormal", "excluded", "cannot", "represent", "possibly", "mildly",
-    "moderately", "severely",
+    "zone",
+    "zones",
+    "angle",
+    "angles",
+    "lobe",
+    "lobes",
+    "lung",
+    "lungs",
+    "base",
+    "bases",
+    "field",
+    "fields",
+    "region",
+    "hemithorax",
+    "costophrenic",
+    "lower",
+    "upper",
+    "mid",
+    "middle",
+    "apical",
+    "apex",
+    "following",
+    "support",
+    "devices",
+    "device",
+    "heart",
+    "normal",
+    "enlarged",
+    "abnormalities",
+    "abnormal",
+    "excluded",
+    "cannot",
+    "represent",
+    "possibly",
+    "mildly",
+    "moderately",
+    "severely",
 ];
 
 /// The offline verdict.
@@ -309,16 +352,18 @@ pub fn heuristic_verdict(
                 .flat_map(|c| c.terms.iter().cloned())
                 .collect();
             let (report, details) = what_is_said(report, &abnormal);
-            let said = polar_answer.or_else(|| what_is_said(answer, &abnormal).0).or_else(|| {
-                answer_words
-                    .iter()
-                    .any(|w| w == "abnormalities" || w == "findings")
-                    .then_some(if answer_words.iter().any(|w| w == "no") {
-                        Stance::Absent
-                    } else {
-                        Stance::Present
-                    })
-            });
+            let said = polar_answer
+                .or_else(|| what_is_said(answer, &abnormal).0)
+                .or_else(|| {
+                    answer_words
+                        .iter()
+                        .any(|w| w == "abnormalities" || w == "findings")
+                        .then_some(if answer_words.iter().any(|w| w == "no") {
+                            Stance::Absent
+                        } else {
+                            Stance::Present
+                        })
+                });
             (report, details, said)
         }
         "cardiomegaly" => {
@@ -355,11 +400,7 @@ pub fn heuristic_verdict(
     let correct = addressed && (expected == given || hedge_gap);
 
     let report_words = words(report);
-    let supported = |w: &String| {
-        report_words
-            .iter()
-            .any(|r| r == w || same_stem(r, w))
-    };
+    let supported = |w: &String| report_words.iter().any(|r| r == w || same_stem(r, w));
     let category_words: Vec<String> = category
         .terms
         .iter()
@@ -390,7 +431,11 @@ pub fn heuristic_verdict(
         .collect();
     let covered = detail_words
         .iter()
-        .filter(|d| answer_words.iter().any(|a| a == **d || (a.len() >= 5 && d.starts_with(a.as_str()))))
+        .filter(|d| {
+            answer_words
+                .iter()
+                .any(|a| a == **d || (a.len() >= 5 && d.starts_with(a.as_str())))
+        })
         .count();
     let completeness = if !addressed {
         "Incomplete"
@@ -419,7 +464,11 @@ pub fn heuristic_verdict(
     let mut rationale = format!(
         "the report: {}; the answer: {}",
         name(report_says),
-        if addressed { name(answer_says) } else { "does not address the question" }
+        if addressed {
+            name(answer_says)
+        } else {
+            "does not address the question"
+        }
     );
     if !unsupported.is_empty() {
         rationale.push_str(&format!("; not in the report: {}", unsupported.join(", ")));
@@ -477,7 +526,11 @@ mod tests {
             REPORT,
         );
         assert_eq!(
-            (v.correctness.as_str(), v.consistency.as_str(), v.relevance.as_str()),
+            (
+                v.correctness.as_str(),
+                v.consistency.as_str(),
+                v.relevance.as_str()
+            ),
             ("Correct", "Fully Consistent", "Essential"),
             "{v:?}"
         );
@@ -490,7 +543,12 @@ mod tests {
         assert_eq!(v.correctness, "Correct", "{v:?}");
         assert_eq!(v.completeness, "Complete", "{v:?}");
         // Not mentioned counts as absent.
-        let v = judge("fracture", "Is a Fracture visible?", "No fracture is seen.", REPORT);
+        let v = judge(
+            "fracture",
+            "Is a Fracture visible?",
+            "No fracture is seen.",
+            REPORT,
+        );
         assert_eq!(v.correctness, "Correct", "{v:?}");
         let v = judge(
             "heart",
@@ -547,7 +605,11 @@ mod tests {
             REPORT,
         );
         assert_eq!(
-            (v.correctness.as_str(), v.consistency.as_str(), v.relevance.as_str()),
+            (
+                v.correctness.as_str(),
+                v.consistency.as_str(),
+                v.relevance.as_str()
+            ),
             ("Incorrect", "Inconsistent", "Incorrect and Misleading"),
             "{v:?}"
         );
@@ -570,7 +632,12 @@ mod tests {
         assert_eq!(v.consistency, "Partially Consistent", "{v:?}");
         assert!(v.rationale.contains("loculated"), "{v:?}");
         // A bare yes is correct but not what matters clinically, and misses the details.
-        let v = judge("pleural_effusion", "Is Pleural Effusion present?", "Yes.", REPORT);
+        let v = judge(
+            "pleural_effusion",
+            "Is Pleural Effusion present?",
+            "Yes.",
+            REPORT,
+        );
         assert_eq!(v.relevance, "Non-essential but Correct", "{v:?}");
         assert_eq!(v.completeness, "Incomplete", "{v:?}");
         // Heart: the report says enlarged, the answer normal.
@@ -606,7 +673,10 @@ mod tests {
         assert_eq!(records[0]["consistency"], json!("Fully Consistent"));
         assert_eq!(records[0]["relevance"], json!("Non-essential but Correct"));
         let err = task()
-            .check(&input, &json!({"correctness": "Mostly", "consistency": "Inconsistent"}))
+            .check(
+                &input,
+                &json!({"correctness": "Mostly", "consistency": "Inconsistent"}),
+            )
             .expect_err("malformed");
         assert!(err.contains("\"correctness\" is \"Mostly\""), "{err}");
         let values = task().placeholders(&input).expect("placeholders");

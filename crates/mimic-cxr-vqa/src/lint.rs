@@ -68,7 +68,13 @@ impl Lint {
 pub fn lint(text: &str) -> Lint {
     let prohibited: Vec<&str> = PROHIBITED_TERMS
         .iter()
-        .map(|term| if *term == "follow-up" { "follow up" } else { term })
+        .map(|term| {
+            if *term == "follow-up" {
+                "follow up"
+            } else {
+                term
+            }
+        })
         .collect();
     let strip = |hits: Vec<String>| -> Vec<String> {
         hits.into_iter()
@@ -91,7 +97,8 @@ mod tests {
 
     #[test]
     fn hits_and_misses() {
-        let hit = lint("A new left effusion is seen, unchanged since the prior; follow-up advised.");
+        let hit =
+            lint("A new left effusion is seen, unchanged since the prior; follow-up advised.");
         assert_eq!(hit.prohibited, ["unchanged", "new", "follow-up"]);
         assert!(hit.report_references.is_empty());
         let hit = lint("As mentioned in the report, the heart is Stable.");

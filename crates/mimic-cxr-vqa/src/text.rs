@@ -39,19 +39,49 @@ pub(crate) fn position(words: &[String], phrase: &str) -> Option<usize> {
 /// Words that negate a finding named within the next few words ("no effusion", "without
 /// consolidation", "negative for pneumonia", "free of", "absence of").
 const NEGATIONS: &[&str] = &[
-    "no", "not", "without", "negative", "free", "absence", "absent", "nor", "resolved", "clear",
-    "normal", "unremarkable",
+    "no",
+    "not",
+    "without",
+    "negative",
+    "free",
+    "absence",
+    "absent",
+    "nor",
+    "resolved",
+    "clear",
+    "normal",
+    "unremarkable",
 ];
 
 /// Words that make a following finding uncertain.
 const HEDGES: &[&str] = &[
-    "may", "might", "possible", "possibly", "probable", "probably", "questionable", "suspected",
-    "suspicious", "likely", "cannot", "can't", "versus", "vs", "concern", "concerning",
-    "equivocal", "suggest", "suggests", "suggesting", "could",
+    "may",
+    "might",
+    "possible",
+    "possibly",
+    "probable",
+    "probably",
+    "questionable",
+    "suspected",
+    "suspicious",
+    "likely",
+    "cannot",
+    "can't",
+    "versus",
+    "vs",
+    "concern",
+    "concerning",
+    "equivocal",
+    "suggest",
+    "suggests",
+    "suggesting",
+    "could",
 ];
 
 /// Words that end the scope of a negation or hedge ("no effusion but there is atelectasis").
-const SCOPE_BREAKS: &[&str] = &["but", "however", "although", "though", "which", "with", "and"];
+const SCOPE_BREAKS: &[&str] = &[
+    "but", "however", "although", "though", "which", "with", "and",
+];
 
 /// How a sentence speaks of a finding at word `at`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -84,7 +114,13 @@ pub(crate) fn stance(words: &[String], at: usize, phrase_len: usize) -> Stance {
     if after.iter().any(|w| {
         matches!(
             w.as_str(),
-            "not" | "absent" | "resolved" | "excluded" | "none" | "normal" | "unremarkable"
+            "not"
+                | "absent"
+                | "resolved"
+                | "excluded"
+                | "none"
+                | "normal"
+                | "unremarkable"
                 | "within"
         )
     }) && !after.iter().any(|w| w == "cannot" || w == "be")
@@ -103,12 +139,88 @@ pub(crate) fn stance(words: &[String], at: usize, phrase_len: usize) -> Stance {
 
 /// Words that carry no content of their own for comparing an answer with a report.
 pub(crate) const STOPWORDS: &[&str] = &[
-    "a", "an", "the", "is", "are", "was", "were", "be", "been", "there", "this", "that", "these",
-    "those", "of", "in", "on", "at", "to", "and", "or", "with", "without", "no", "not", "yes",
-    "any", "as", "by", "for", "from", "it", "its", "seen", "see", "observed", "identified",
-    "present", "visible", "shown", "shows", "show", "demonstrated", "noted", "radiograph",
-    "image", "images", "signs", "sign", "evidence", "findings", "finding", "which", "can",
-    "detected", "indications", "indication", "appears", "appear", "suggest", "suggests", "also",
-    "also", "both", "has", "have", "patient", "chest", "x", "ray", "does", "do", "some", "other",
-    "within", "size", "but", "than", "may", "be", "likely", "possible", "there's", "consistent",
+    "a",
+    "an",
+    "the",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "there",
+    "this",
+    "that",
+    "these",
+    "those",
+    "of",
+    "in",
+    "on",
+    "at",
+    "to",
+    "and",
+    "or",
+    "with",
+    "without",
+    "no",
+    "not",
+    "yes",
+    "any",
+    "as",
+    "by",
+    "for",
+    "from",
+    "it",
+    "its",
+    "seen",
+    "see",
+    "observed",
+    "identified",
+    "present",
+    "visible",
+    "shown",
+    "shows",
+    "show",
+    "demonstrated",
+    "noted",
+    "radiograph",
+    "image",
+    "images",
+    "signs",
+    "sign",
+    "evidence",
+    "findings",
+    "finding",
+    "which",
+    "can",
+    "detected",
+    "indications",
+    "indication",
+    "appears",
+    "appear",
+    "suggest",
+    "suggests",
+    "also",
+    "also",
+    "both",
+    "has",
+    "have",
+    "patient",
+    "chest",
+    "x",
+    "ray",
+    "does",
+    "do",
+    "some",
+    "other",
+    "within",
+    "size",
+    "but",
+    "than",
+    "may",
+    "be",
+    "likely",
+    "possible",
+    "there's",
+    "consistent",
 ];

@@ -21,18 +21,21 @@ pub struct Flavour {
 }
 
 /// Every flavour cxrlake builds.
-pub const FLAVOURS: &[Flavour] = &[Flavour {
-    name: "gemex",
-    doc: "GEMeX (paper 004): report sentences re-grounded onto 30 regions, 11 grounded and \
+pub const FLAVOURS: &[Flavour] = &[
+    Flavour {
+        name: "gemex",
+        doc: "GEMeX (paper 004): report sentences re-grounded onto 30 regions, 11 grounded and \
           explainable QA pairs per frontal image",
-    stages: crate::gemex::stages,
-}, Flavour {
-    name: "mimic_cxr_vqa",
-    doc: "MIMIC-CXR-VQA (paper 001, Aas-Alas et al.): the 90-question bank sampled per study \
+        stages: crate::gemex::stages,
+    },
+    Flavour {
+        name: "mimic_cxr_vqa",
+        doc: "MIMIC-CXR-VQA (paper 001, Aas-Alas et al.): the 90-question bank sampled per study \
           from its CheXpert labels, free-text answers from the report (paper prompt or offline), \
           linter, four-rubric judge on a QC sample of reports",
-    stages: crate::mimic_cxr_vqa::stages,
-}];
+        stages: crate::mimic_cxr_vqa::stages,
+    },
+];
 
 /// The flavours `names` (comma separated) selects; an unknown name lists the flavours.
 pub fn selected(names: &str) -> Result<Vec<&'static Flavour>> {

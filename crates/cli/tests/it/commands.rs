@@ -46,7 +46,7 @@ fn init_then_sql_tables_and_status() {
     let init = cxrlake(&lake, &["init"]);
     assert!(init.status.success(), "{}", stderr(&init));
     assert!(
-        stdout(&init).contains("created 32 tables"),
+        stdout(&init).contains("created 37 tables"),
         "{}",
         stdout(&init)
     );
@@ -660,5 +660,136 @@ fn evaluate_prints_stores_and_checks_its_inputs() {
         stderr(&bad).contains("missing column(s) rater"),
         "{}",
         stderr(&bad)
+    );
+}
+
+#[test]
+fn mimic_cxr_vqa_runs_exports_takes_ratings_and_measures_agreement() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = dir.path().join("lake");
+    let corpus = dir.path().join("corpus");
+    let ok = |output: Output| {
+        assert!(output.status.success(), "{}", stderr(&output));
+        stdout(&output)
+    };
+    let corpus_arg = corpus.to_str().expect("utf8");
+    ok(cxrlake(&lake, &["init"]));
+    ok(cxrlake(
+        &lake,
+        &[
+            "synth",
+            "--studies",
+            "12",
+            "--seed",
+            "4",
+            "--out",
+            corpus_arg,
+        ],
+    ));
+    ok(cxrlake(&lake, &["ingest", corpus_arg]));
+    let run = ok(cxrlake(
+        &lake,
+        &["run", "--flavour", "mimic_cxr_vqa", "--vqa-qc-reports", "4"],
+    ));
+    assert!(
+        run.contains("mimic_cxr_vqa_answer (offline-mimic-cxr-vqa-answer-1)"),
+        "{run}"
+    );
+
+    let table1 = ok(cxrlake(
+        &lake,
+        &["stats", "mimic_cxr_vqa_table1", "--format", "csv"],
+    ));
+    assert!(
+        table1.starts_with("split,images,qa_pairs,open,closed"),
+        "{table1}"
+    );
+    let table3 = ok(cxrlake(&lake, &["stats", "mimic_cxr_vqa_table3"]));
+    assert!(table3.contains("correctness"), "{table3}");
+
+    let out = dir.path().join("out");
+    let export = ok(cxrlake(
+        &lake,
+        &[
+            "export",
+            "mimic-cxr-vqa",
+            "--out",
+            out.to_str().expect("utf8"),
+            "--where",
+            "category <> 'heart'",
+        ],
+    ));
+    assert!(
+        export.contains("mimic_cxr_vqa:") && export.contains("QA pairs"),
+        "{export}"
+    );
+    assert!(
+        out.join("mimic_cxr_vqa/train.json").is_file()
+            && out.join("mimic_cxr_vqa/train.parquet").is_file()
+    );
+
+    // Two human raters on the judged pairs who agree with each other (not always with the
+    // judge): kappa 1 between them, and every pair of raters over the 20 shared items.
+    let judged = ok(cxrlake(
+        &lake,
+        &[
+            "sql",
+            "SELECT question_id FROM mimic_cxr_vqa_judgements ORDER BY 1 LIMIT 20",
+            "--format",
+            "csv",
+        ],
+    ));
+    let mut ratings = String::from("item,rater,rubric,value\n");
+    for (n, item) in judged.lines().skip(1).enumerate() {
+        let value = if n % 2 == 0 { "Correct" } else { "incorrect" };
+        ratings.push_str(&format!(
+            "{item},human-a,correctness,{value}\n{item},human-b,Correctness,{value}\n"
+        ));
+    }
+    let file = dir.path().join("ratings.csv");
+    std::fs::write(&file, ratings).expect("write");
+    let added = ok(cxrlake(
+        &lake,
+        &["ratings", "add", file.to_str().expect("utf8")],
+    ));
+    assert!(
+        added.contains("40 ratings added (0 replaced), 40 in all"),
+        "{added}"
+    );
+    let agreement = ok(cxrlake(
+        &lake,
+        &[
+            "evaluate",
+            "agreement",
+            "--rubric",
+            "correctness",
+            "--n-boot",
+            "0",
+            "--format",
+            "csv",
+        ],
+    ));
+    let row = |pair: &str| -> Vec<String> {
+        agreement
+            .lines()
+            .find(|l| l.contains(&format!(",{pair},")))
+            .map(|l| l.split(',').map(str::to_string).collect())
+            .unwrap_or_else(|| panic!("{pair} in {agreement}"))
+    };
+    assert_eq!(row("human-a vs human-b")[7], "1.0", "{agreement}");
+    assert_eq!(
+        row("human-a vs offline-mimic-cxr-vqa-judge-1")[10],
+        "20",
+        "{agreement}"
+    );
+
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "item,rater,rubric,value\ns1_x,a,correctness,maybe\n").expect("write");
+    let refused = cxrlake(&lake, &["ratings", "add", bad.to_str().expect("utf8")]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("row 1: item 's1_x' is not a question_id"),
+        "{}",
+        stderr(&refused)
     );
 }

@@ -72,10 +72,7 @@ impl Stage for Answer {
         let bound = bind(pipeline, task, answer_fields(), &version, "answered").await?;
         Ok(Prepared::new(
             vec![bound.function],
-            vec![(
-                "lint_drop",
-                ScalarValue::from(policy == LintPolicy::Drop),
-            )],
+            vec![("lint_drop", ScalarValue::from(policy == LintPolicy::Drop))],
         )
         .with_hooks(bound.hooks))
     }

@@ -70,7 +70,10 @@ impl Stage for Judge {
             vec![bound.function],
             vec![
                 ("seed", ScalarValue::from(config.seed)),
-                ("qc_reports", ScalarValue::from(config.vqa_qc_reports as u64)),
+                (
+                    "qc_reports",
+                    ScalarValue::from(config.vqa_qc_reports as u64),
+                ),
             ],
         )
         .with_hooks(bound.hooks))

@@ -55,7 +55,13 @@ impl std::fmt::Display for RatingsAdded {
 pub async fn add_ratings(lake: &Lake, path: &Path) -> Result<RatingsAdded> {
     let ctx = lake.session().await?;
     register_file(&ctx, "new_ratings", path).await?;
-    require_columns(&ctx, "new_ratings", path, &["item", "rater", "rubric", "value"]).await?;
+    require_columns(
+        &ctx,
+        "new_ratings",
+        path,
+        &["item", "rater", "rubric", "value"],
+    )
+    .await?;
     let rows = strings(
         &collect(
             &ctx,
@@ -65,12 +71,11 @@ pub async fn add_ratings(lake: &Lake, path: &Path) -> Result<RatingsAdded> {
         )
         .await?,
     )?;
-    let known: std::collections::BTreeSet<String> = strings(
-        &collect(&ctx, "ratings", "SELECT question_id FROM mimic_cxr_vqa_qa").await?,
-    )?
-    .into_iter()
-    .filter_map(|row| row.into_iter().next())
-    .collect();
+    let known: std::collections::BTreeSet<String> =
+        strings(&collect(&ctx, "ratings", "SELECT question_id FROM mimic_cxr_vqa_qa").await?)?
+            .into_iter()
+            .filter_map(|row| row.into_iter().next())
+            .collect();
     let source = path.display().to_string();
     let mut new: BTreeMap<(String, String, String), String> = BTreeMap::new();
     for (index, row) in rows.iter().enumerate() {
@@ -86,7 +91,10 @@ pub async fn add_ratings(lake: &Lake, path: &Path) -> Result<RatingsAdded> {
             )));
         }
         if rater.trim().is_empty() {
-            return Err(PipelineError::Config(format!("{}: the rater is empty", at())));
+            return Err(PipelineError::Config(format!(
+                "{}: the rater is empty",
+                at()
+            )));
         }
         let Some((rubric, levels)) = RUBRICS
             .iter()

@@ -509,12 +509,15 @@ async fn agreement(lake: &Lake, dir: &Path) {
         &ratings,
         "item,rater,value\n1,a,yes\n1,b,yes\n2,a,yes\n2,b,yes\n3,a,no\n3,b,yes\n4,a,no\n4,b,no\n",
     );
-    let evaluation = eval::rater_agreement(lake, &AgreementOptions {
-        ratings: eval::RatingsSource::File(ratings),
-        categories: None,
-        weights: Weights::Identity,
-        eval: options(100),
-    })
+    let evaluation = eval::rater_agreement(
+        lake,
+        &AgreementOptions {
+            ratings: eval::RatingsSource::File(ratings),
+            categories: None,
+            weights: Weights::Identity,
+            eval: options(100),
+        },
+    )
     .await
     .expect("agreement");
     let kappa = score(

@@ -8,7 +8,7 @@ mod graph;
 mod incremental;
 mod judge;
 mod llm_server;
-mod mimic_cxr_vqa;
 mod localize;
+mod mimic_cxr_vqa;
 mod qa;
 mod toy;

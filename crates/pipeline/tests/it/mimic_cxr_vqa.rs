@@ -49,11 +49,19 @@ async fn offline_mimic_cxr_vqa_samples_answers_judges_and_stays_up_to_date() {
     assert!(rows.len() > 100, "{}", rows.len());
     for row in &rows {
         let parts: Vec<&str> = row.split('|').collect();
-        assert_eq!(templates.get(parts[0]).map(String::as_str), Some(parts[1]), "{row}");
+        assert_eq!(
+            templates.get(parts[0]).map(String::as_str),
+            Some(parts[1]),
+            "{row}"
+        );
         assert!(parts[0].starts_with(parts[2]), "{row}");
     }
     assert_eq!(
-        number(&lake, "SELECT count(DISTINCT question_id) FROM mimic_cxr_vqa_questions").await,
+        number(
+            &lake,
+            "SELECT count(DISTINCT question_id) FROM mimic_cxr_vqa_questions"
+        )
+        .await,
         rows.len() as i64
     );
 
@@ -74,8 +82,15 @@ async fn offline_mimic_cxr_vqa_samples_answers_judges_and_stays_up_to_date() {
             "{cell}"
         );
     }
-    let values = strings(&lake, "SELECT DISTINCT label_value FROM mimic_cxr_vqa_questions ORDER BY 1").await;
-    assert!(values.contains(&"1.0".to_string()) && values.contains(&"NaN".to_string()), "{values:?}");
+    let values = strings(
+        &lake,
+        "SELECT DISTINCT label_value FROM mimic_cxr_vqa_questions ORDER BY 1",
+    )
+    .await;
+    assert!(
+        values.contains(&"1.0".to_string()) && values.contains(&"NaN".to_string()),
+        "{values:?}"
+    );
 
     // The Heart rule: heart questions exactly for the studies whose report says "heart", as 1.0.
     let reports = strings(
@@ -101,7 +116,11 @@ async fn offline_mimic_cxr_vqa_samples_answers_judges_and_stays_up_to_date() {
     // A study can draw zero questions only when k < 1; the heart's k is 3.75.
     assert_eq!(asked, heart_studies);
     assert_eq!(
-        strings(&lake, "SELECT DISTINCT label_value FROM mimic_cxr_vqa_questions WHERE category = 'heart'").await,
+        strings(
+            &lake,
+            "SELECT DISTINCT label_value FROM mimic_cxr_vqa_questions WHERE category = 'heart'"
+        )
+        .await,
         ["1.0"]
     );
 
@@ -152,7 +171,11 @@ async fn offline_mimic_cxr_vqa_samples_answers_judges_and_stays_up_to_date() {
 
     // The judge: every QA pair of exactly 6 reports, with table 3's levels.
     assert_eq!(
-        number(&lake, "SELECT count(DISTINCT study_id) FROM mimic_cxr_vqa_judgements").await,
+        number(
+            &lake,
+            "SELECT count(DISTINCT study_id) FROM mimic_cxr_vqa_judgements"
+        )
+        .await,
         6
     );
     assert_eq!(
@@ -206,9 +229,13 @@ async fn offline_mimic_cxr_vqa_samples_answers_judges_and_stays_up_to_date() {
         let records: Vec<serde_json::Value> =
             serde_json::from_str(&std::fs::read_to_string(&path).expect("json")).expect("array");
         assert_eq!(records.len(), *count);
-        assert!(records.iter().all(|r| r["dataset_id"] == json!("mimic_cxr_vqa_upv_llama")
-            && r["split"] == json!(split)
-            && r["images"][0]["path"].as_str().is_some_and(|p| p.ends_with(".jpg"))));
+        assert!(records.iter().all(|r| {
+            r["dataset_id"] == json!("mimic_cxr_vqa_upv_llama")
+                && r["split"] == json!(split)
+                && r["images"][0]["path"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with(".jpg"))
+        }));
         let parquet = out.join("mimic_cxr_vqa").join(format!("{split}.parquet"));
         let rows = ctx
             .read_parquet(parquet.to_string_lossy().as_ref(), Default::default())
@@ -222,8 +249,15 @@ async fn offline_mimic_cxr_vqa_samples_answers_judges_and_stays_up_to_date() {
 
     // Another seed asks other phrasings.
     run_stage(&lake, "mimic_cxr_vqa_questions", &[FLAVOUR, ("seed", "5")]).await;
-    let reseeded = strings(&lake, "SELECT template_id FROM mimic_cxr_vqa_questions ORDER BY question_id").await;
-    let first: Vec<String> = rows.iter().map(|r| r.split('|').next().unwrap_or_default().to_string()).collect();
+    let reseeded = strings(
+        &lake,
+        "SELECT template_id FROM mimic_cxr_vqa_questions ORDER BY question_id",
+    )
+    .await;
+    let first: Vec<String> = rows
+        .iter()
+        .map(|r| r.split('|').next().unwrap_or_default().to_string())
+        .collect();
     assert_ne!(reseeded, first);
 }
 
@@ -290,13 +324,27 @@ async fn llm_mimic_cxr_vqa_flags_lints_quarantines_and_caches() {
     .await;
     assert_eq!(rejected.len() as i64, edema);
     // The last answer (to the request that said what was wrong) is kept.
-    assert!(rejected.iter().all(|r| r.contains("Still no JSON")), "{rejected:?}");
+    assert!(
+        rejected.iter().all(|r| r.contains("Still no JSON")),
+        "{rejected:?}"
+    );
     let generators = strings(&lake, "SELECT DISTINCT generator FROM mimic_cxr_vqa_qa").await;
-    assert!(generators[0].starts_with("llm:vqa-model@1+"), "{generators:?}");
+    assert!(
+        generators[0].starts_with("llm:vqa-model@1+"),
+        "{generators:?}"
+    );
     // Heart questions echoed another question: kept, flagged.
     assert_eq!(
-        number(&lake, "SELECT count(*) FROM mimic_cxr_vqa_qa WHERE NOT question_echoed").await,
-        number(&lake, "SELECT count(*) FROM mimic_cxr_vqa_qa WHERE category = 'heart'").await
+        number(
+            &lake,
+            "SELECT count(*) FROM mimic_cxr_vqa_qa WHERE NOT question_echoed"
+        )
+        .await,
+        number(
+            &lake,
+            "SELECT count(*) FROM mimic_cxr_vqa_qa WHERE category = 'heart'"
+        )
+        .await
     );
     // The linter counts "unchanged" in atelectasis answers (vqa_lint = flag keeps them).
     let atelectasis = number(
@@ -319,7 +367,11 @@ async fn llm_mimic_cxr_vqa_flags_lints_quarantines_and_caches() {
     let judge = run_stage(&lake, "mimic_cxr_vqa_judge", &settings).await;
     assert!(judge.rows("mimic_cxr_vqa_judgements") > 0, "{judge}");
     assert_eq!(
-        strings(&lake, "SELECT DISTINCT correctness FROM mimic_cxr_vqa_judgements").await,
+        strings(
+            &lake,
+            "SELECT DISTINCT correctness FROM mimic_cxr_vqa_judgements"
+        )
+        .await,
         ["Correct"]
     );
 
@@ -335,7 +387,11 @@ async fn llm_mimic_cxr_vqa_flags_lints_quarantines_and_caches() {
     run_stage(&lake, "mimic_cxr_vqa_answer", &dropped).await;
     assert_eq!(server.answers(), sent, "answers come from llm_calls");
     assert_eq!(
-        number(&lake, "SELECT count(*) FROM mimic_cxr_vqa_qa WHERE category = 'atelectasis'").await,
+        number(
+            &lake,
+            "SELECT count(*) FROM mimic_cxr_vqa_qa WHERE category = 'atelectasis'"
+        )
+        .await,
         0
     );
     assert_eq!(
@@ -349,7 +405,10 @@ async fn llm_mimic_cxr_vqa_flags_lints_quarantines_and_caches() {
     );
     let bad = pipeline(&lake, &[FLAVOUR, ("vqa_lint", "strict")])
         .await
-        .run_stage("mimic_cxr_vqa_answer", cxrlake_pipeline::stage::RunMode::Write)
+        .run_stage(
+            "mimic_cxr_vqa_answer",
+            cxrlake_pipeline::stage::RunMode::Write,
+        )
         .await
         .expect_err("unknown policy")
         .to_string();
