@@ -78,6 +78,9 @@ fn load_with(file: &str, edit: impl Fn(&str) -> String) -> Result<Templates, Err
     let dir = tempfile::tempdir().expect("tempdir");
     for entry in std::fs::read_dir(repo_templates()).expect("read") {
         let path = entry.expect("entry").path();
+        if path.is_dir() {
+            continue; // mimic_cxr_vqa/: another flavour's bank
+        }
         let name = path
             .file_name()
             .expect("name")
