@@ -658,6 +658,126 @@ mod tests {
         assert_eq!(v.completeness, "Incomplete", "{v:?}");
     }
 
+    /// Real-style report sentences (MIMIC-CXR phrasing, written for this test) with a right and
+    /// a wrong answer each: the heuristic must call the first correct and the second incorrect.
+    const PHRASES: &[(&str, &str, &str, &str, &str)] = &[
+        (
+            "no_finding",
+            "No acute cardiopulmonary process. Lungs are clear.",
+            "Are there any findings?",
+            "No, no abnormalities are seen in the radiograph.",
+            "Yes, consolidation is seen.",
+        ),
+        (
+            "pleural_effusion",
+            "Small bilateral pleural effusions, left greater than right.",
+            "Is Pleural Effusion present?",
+            "Yes, small bilateral pleural effusions are seen.",
+            "No, there are no signs of pleural effusion in the radiograph.",
+        ),
+        (
+            "pleural_effusion",
+            "Previously seen pleural effusions have resolved.",
+            "Is Pleural Effusion present?",
+            "No, there are no signs of pleural effusion.",
+            "Yes, pleural effusions are seen.",
+        ),
+        (
+            "atelectasis",
+            "Bibasilar opacities likely reflect atelectasis.",
+            "Are there signs of Atelectasis?",
+            "Possibly; atelectasis may be present at the bases.",
+            "No, there are no signs of atelectasis in the radiograph.",
+        ),
+        (
+            "pneumothorax",
+            "There is no evidence of pneumothorax.",
+            "Is Pneumothorax present?",
+            "No, there are no signs of pneumothorax.",
+            "Yes, a pneumothorax is seen.",
+        ),
+        (
+            "heart",
+            "The cardiac silhouette is enlarged.",
+            "Does the heart appear enlarged?",
+            "Yes, the heart is enlarged.",
+            "No, the heart size is normal.",
+        ),
+        (
+            "heart",
+            "Heart size is top normal.",
+            "Is the heart size normal?",
+            "Yes, the heart size is normal.",
+            "No, the heart is enlarged.",
+        ),
+        (
+            "support_devices",
+            "Left-sided PICC line tip in the mid SVC. Sternotomy wires are intact.",
+            "Are there any support devices observed?",
+            "Yes, a left-sided PICC line and sternotomy wires are seen.",
+            "No, no support devices are seen in the radiograph.",
+        ),
+        (
+            "edema",
+            "Moderate pulmonary edema.",
+            "Is Edema observed?",
+            "Yes, moderate pulmonary edema is seen.",
+            "No, there are no signs of edema in the radiograph.",
+        ),
+        (
+            "consolidation",
+            "Right lower lobe consolidation concerning for pneumonia.",
+            "Is Consolidation observed?",
+            "Yes, consolidation in the right lower lobe is seen.",
+            "No, there are no signs of consolidation in the radiograph.",
+        ),
+        (
+            "fracture",
+            "Old healed left rib fractures.",
+            "Is a Fracture visible?",
+            "Yes, healed left rib fractures are seen.",
+            "No, there are no signs of a fracture in the radiograph.",
+        ),
+        (
+            "lung_lesion",
+            "A 1.2 cm nodule in the right upper lobe.",
+            "Is a Lung Lesion observed?",
+            "Yes, a 1.2 cm nodule in the right upper lobe is seen.",
+            "No, there are no signs of a lung lesion in the radiograph.",
+        ),
+        (
+            "enlarged_cardiomediastinum",
+            "The mediastinum is widened.",
+            "Is the Cardiomedistinum enlarged?",
+            "Yes, the mediastinum is widened.",
+            "No, there are no signs of enlarged cardiomediastinum in the radiograph.",
+        ),
+        (
+            "cardiomegaly",
+            "Mild cardiomegaly.",
+            "Is Cardiomegaly present?",
+            "Yes, mild cardiomegaly is seen.",
+            "No, there are no signs of cardiomegaly in the radiograph.",
+        ),
+    ];
+
+    #[test]
+    fn real_style_phrases_right_and_wrong_answers() {
+        for (category, report, question, right, wrong) in PHRASES {
+            let v = judge(category, question, right, report);
+            assert_eq!(
+                v.correctness, "Correct",
+                "{category}: {right} | {report}: {v:?}"
+            );
+            let v = judge(category, question, wrong, report);
+            assert_eq!(
+                v.correctness, "Incorrect",
+                "{category}: {wrong} | {report}: {v:?}"
+            );
+            assert_eq!(v.relevance, "Incorrect and Misleading");
+        }
+    }
+
     #[test]
     fn llm_verdicts_are_parsed_and_normalised() {
         let input = json!({"category": "edema", "question": "Is Edema observed?",
