@@ -145,7 +145,7 @@ pub fn discover(inputs: &[PathBuf]) -> Result<Discovered> {
         described.push(json!({
             "path": input.display().to_string(),
             "files": files.len(),
-            "bytes": files.iter().map(|f| f.size).sum::<u64>(),
+            "bytes": total_bytes(files.iter().map(|f| f.size)),
         }));
     }
     found.fingerprint = json!({ "inputs": described });
@@ -306,7 +306,7 @@ impl FileReader {
                 let mut member = zip
                     .by_index(*index)
                     .map_err(|e| format!("unreadable zip member: {e}"))?;
-                let mut bytes = Vec::with_capacity(member.size() as usize);
+                let mut bytes = Vec::with_capacity(initial_capacity(member.size()));
                 member
                     .read_to_end(&mut bytes)
                     .map_err(|e| format!("unreadable zip member: {e}"))?;
@@ -314,6 +314,18 @@ impl FileReader {
             }
         }
     }
+}
+
+/// The buffer to reserve for a zip member that declares `declared` bytes: the declaration of a
+/// forged archive can say 2^64 − 1 (ZIP64), so at most 64 MiB up front; the buffer grows with
+/// what is really read.
+fn initial_capacity(declared: u64) -> usize {
+    usize::try_from(declared.min(64 << 20)).unwrap_or(0)
+}
+
+/// The sum of declared sizes, saturating (forged ZIP64 members can declare 2^63 bytes each).
+fn total_bytes(sizes: impl Iterator<Item = u64>) -> u64 {
+    sizes.fold(0, u64::saturating_add)
 }
 
 /// Reads many files: plain files in parallel (rayon), zip members in order from open archives.
@@ -343,6 +355,16 @@ pub fn read_all(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_forged_member_size_reserves_at_most_64_mib() {
+        assert_eq!(initial_capacity(u64::MAX), 64 << 20);
+        assert_eq!(initial_capacity(1 << 62), 64 << 20);
+        assert_eq!(initial_capacity(1234), 1234);
+        assert_eq!(total_bytes([1u64 << 63, 1 << 63, 5].into_iter()), u64::MAX);
+        assert_eq!(total_bytes([2u64, 3].into_iter()), 5);
+    }
+
     use super::*;
 
     #[test]

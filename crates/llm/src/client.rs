@@ -82,9 +82,23 @@ impl LlmClient {
             }
             None => None,
         };
-        // No proxies: the guard checked the endpoint, so traffic must go to it directly.
+        // No proxies: the guard checked the endpoint, so traffic must go to it directly. For the
+        // same reason a redirect is followed only to the endpoint's own scheme, host and port;
+        // anything else would send the report to an address the guard never saw.
+        let origin = config.endpoint.origin();
+        let redirects = reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() >= 5 {
+                attempt.error("too many redirects")
+            } else if attempt.url().origin() == origin {
+                attempt.follow()
+            } else {
+                let target = attempt.url().to_string();
+                attempt.error(RedirectRefused(target))
+            }
+        });
         let mut builder = reqwest::Client::builder()
             .no_proxy()
+            .redirect(redirects)
             .connect_timeout(config.request_timeout)
             .pool_max_idle_per_host(config.concurrency)
             .tcp_nodelay(true);
@@ -294,6 +308,15 @@ impl LlmClient {
             };
             let retries_done = attempts - 1;
             let (wait, cause) = match failure {
+                Failure::Redirected(target) => {
+                    break Err(LlmError::RemoteEndpoint {
+                        endpoint: target,
+                        reason: format!(
+                            "{endpoint} redirected there, and a redirect off the configured \
+                             endpoint is never followed"
+                        ),
+                    });
+                }
                 Failure::Permanent { status, body } => {
                     break Err(LlmError::Status {
                         endpoint,
@@ -395,9 +418,17 @@ impl LlmClient {
         if let Some(authorization) = &self.authorization {
             builder = builder.header(AUTHORIZATION, authorization.clone());
         }
-        let response = builder.send().await.map_err(|error| Failure::Transient {
-            cause: describe(&error),
-            retry_after: None,
+        let response = builder.send().await.map_err(|error| {
+            match error
+                .source()
+                .and_then(|source| source.downcast_ref::<RedirectRefused>())
+            {
+                Some(RedirectRefused(target)) => Failure::Redirected(target.clone()),
+                None => Failure::Transient {
+                    cause: describe(&error),
+                    retry_after: None,
+                },
+            }
         })?;
         let status = response.status().as_u16();
         if !response.status().is_success() {
@@ -433,6 +464,22 @@ impl LlmClient {
         parse_completion(&bytes).map_err(Failure::Malformed)
     }
 }
+
+/// Why the redirect policy stopped: the target is off the configured endpoint.
+#[derive(Debug)]
+struct RedirectRefused(String);
+
+impl std::fmt::Display for RedirectRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "redirect to {} refused (not the configured endpoint)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for RedirectRefused {}
 
 /// A reqwest error with its source chain (never contains headers, so never the key).
 fn describe(error: &reqwest::Error) -> String {

@@ -30,6 +30,9 @@ pub(crate) enum Failure {
     },
     /// The server answered 2xx with a body that is not a completion.
     Malformed(String),
+    /// The endpoint redirected to another host, port or scheme: not followed (the PHI guard
+    /// checked only the configured endpoint).
+    Redirected(String),
     /// A status that retrying cannot fix.
     Permanent {
         /// HTTP status.

@@ -194,3 +194,23 @@ async fn failed_requests_do_not_fail_the_batch() {
     assert_eq!(results[3].as_ref().expect("d").attempts, 2);
     assert_eq!(client.stats().failures, 2);
 }
+
+#[tokio::test]
+async fn a_redirect_off_the_endpoint_is_refused_and_one_home_followed() {
+    let server = TestServer::start(Duration::ZERO).await;
+    // 307 to a public address: the report would leave the network; refused, not retried.
+    let (result, _) = run_one(&server, "away|patient report text").await;
+    let error = result.expect_err("refused").to_string();
+    assert!(
+        error.contains("refusing LLM endpoint http://203.0.113.7:8080/")
+            && error.contains("never followed"),
+        "{error}"
+    );
+    assert_eq!(server.requests(), 1, "asked once, never again");
+    // 307 to the same server: followed.
+    let (result, _) = run_one(&server, "home,ok|effusion?").await;
+    assert_eq!(
+        result.expect("followed").text,
+        "answer to home,ok|effusion?"
+    );
+}

@@ -15,6 +15,8 @@
 //! | `reset`      | half a status line, then the socket is dropped               |
 //! | `truncated`  | 200 with `Content-Length` of the full body, half of it sent  |
 //! | `nonjson`    | 200 with an HTML body                                        |
+//! | `away`       | 307 to a public address (TEST-NET-3, 203.0.113.7)             |
+//! | `home`       | 307 to the same path on this server                          |
 //!
 //! A prompt without `|` is `ok`. The server also sleeps `fixed_latency` before every reply,
 //! counts requests, the most requests it held at once and the total time it held them, and
@@ -227,6 +229,11 @@ async fn reply(stream: &mut TcpStream, path: &str, body: Value, state: &State) -
             false
         }
         "nonjson" => write(stream, 200, "", "<html><body>502 Bad Gateway</body></html>").await,
+        "away" => {
+            let location = format!("Location: http://203.0.113.7:8080{path}\r\n");
+            write(stream, 307, &location, error_body).await
+        }
+        "home" => write(stream, 307, &format!("Location: {path}\r\n"), error_body).await,
         _ => write(stream, 200, "", &completion_body(chat, &prompt)).await,
     }
 }
@@ -277,6 +284,7 @@ async fn write(stream: &mut TcpStream, status: u16, extra_headers: &str, body: &
     let reason = match status {
         200 => "OK",
         400 => "Bad Request",
+        307 => "Temporary Redirect",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         _ => "Service Unavailable",
