@@ -743,6 +743,24 @@ async fn tables(lake: &Lake, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
+/// `plan` when it writes nothing: `cxrlake sql` refuses INSERT, UPDATE, DELETE (they would
+/// commit to the lake's tables behind the stages' backs) and COPY … TO (a file anywhere the user
+/// can write); session-local statements (SET, CREATE VIEW, CREATE TABLE AS in memory) are fine.
+fn read_only(
+    plan: datafusion::logical_expr::LogicalPlan,
+) -> Result<datafusion::logical_expr::LogicalPlan> {
+    datafusion::execution::context::SQLOptions::new()
+        .with_allow_dml(false)
+        .verify_plan(&plan)
+        .map_err(|e| {
+            CliError::Usage(format!(
+                "cxrlake sql is read-only ({e}): the lake's tables are written by its stages \
+                 (`cxrlake run`, `ingest`, `ratings add`), and results are saved with --out FILE"
+            ))
+        })?;
+    Ok(plan)
+}
+
 async fn sql(
     lake: &Lake,
     query: &str,
@@ -760,10 +778,10 @@ async fn sql(
         CliError::Usage("the query is empty: give one or more SQL statements".into())
     })?;
     for statement in statements {
-        let plan = ctx.state().statement_to_plan(statement).await?;
+        let plan = read_only(ctx.state().statement_to_plan(statement).await?)?;
         ctx.execute_logical_plan(plan).await?.collect().await?;
     }
-    let plan = ctx.state().statement_to_plan(last).await?;
+    let plan = read_only(ctx.state().statement_to_plan(last).await?)?;
     let df = ctx.execute_logical_plan(plan).await?;
     let schema = df.schema().inner().clone();
     let batches: Vec<RecordBatch> = df.collect().await?;

@@ -148,6 +148,48 @@ fn user_errors_are_one_line_with_nonzero_exit() {
     }
     let bad_flag = cxrlake(&lake, &["--no-such-flag"]);
     assert_eq!(bad_flag.status.code(), Some(2));
+
+    // `cxrlake sql` writes nothing: no INSERT into a lake table, no COPY to a file; SET and
+    // session-local views still work.
+    let outside = dir.path().join("copied.csv");
+    for query in [
+        "INSERT INTO quarantine SELECT * FROM quarantine".to_string(),
+        format!("COPY (SELECT 1 AS x) TO '{}'", outside.display()),
+    ] {
+        let refused = cxrlake(&lake, &["sql", &query]);
+        assert_eq!(refused.status.code(), Some(2), "{query}");
+        assert!(
+            stderr(&refused).contains("cxrlake sql is read-only"),
+            "{}",
+            stderr(&refused)
+        );
+    }
+    assert!(!outside.exists());
+    let versions = cxrlake(
+        &lake,
+        &[
+            "sql",
+            "SELECT count(*) AS n FROM quarantine",
+            "--format",
+            "csv",
+        ],
+    );
+    assert_eq!(stdout(&versions).lines().nth(1), Some("0"));
+    let session = cxrlake(
+        &lake,
+        &[
+            "sql",
+            "SET cxrlake.seed = 3; CREATE VIEW v AS SELECT 2 AS x; SELECT x FROM v",
+            "--format",
+            "csv",
+        ],
+    );
+    assert_eq!(
+        stdout(&session).lines().nth(1),
+        Some("2"),
+        "{}",
+        stderr(&session)
+    );
 }
 
 #[test]
