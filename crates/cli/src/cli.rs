@@ -315,6 +315,34 @@ pub enum ExportCommand {
     },
 }
 
+impl ExportCommand {
+    /// The output folder.
+    fn out(&self) -> &std::path::Path {
+        match self {
+            Self::SceneGraphs { out, .. }
+            | Self::Qa { out, .. }
+            | Self::Release { out, .. }
+            | Self::Gemex { out, .. }
+            | Self::MimicCxrVqa { out, .. } => out,
+        }
+    }
+}
+
+/// `path` when it is a local folder: an object-store URL (`s3://…`) would become a local folder
+/// named `s3:`.
+fn local_folder(path: &std::path::Path) -> Result<()> {
+    let text = path.to_string_lossy();
+    match text.split_once("://") {
+        Some((scheme, _)) if !scheme.is_empty() && !scheme.contains('/') => {
+            Err(CliError::Usage(format!(
+                "--out {text}: exports are written to a local folder; write there, then copy it \
+                 to {scheme}:// with the store's own tools"
+            )))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// `cxrlake export gemex --format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum GemexFormatArg {
@@ -581,6 +609,7 @@ impl Cli {
             }
             Command::Export { what } => {
                 lake.require_initialized().await?;
+                local_folder(what.out())?;
                 match what {
                     ExportCommand::SceneGraphs { out: dir, filter } => {
                         let mut export = cxrlake_export::SceneGraphExport::new(dir.clone());

@@ -165,6 +165,14 @@ fn user_errors_are_one_line_with_nonzero_exit() {
         );
     }
     assert!(!outside.exists());
+    let s3 = cxrlake(&lake, &["export", "qa", "--out", "s3://bucket/qa"]);
+    assert_eq!(s3.status.code(), Some(2));
+    assert!(
+        stderr(&s3).contains("exports are written to a local folder"),
+        "{}",
+        stderr(&s3)
+    );
+    assert!(!Path::new("s3:").exists());
     let versions = cxrlake(
         &lake,
         &[
