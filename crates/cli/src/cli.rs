@@ -447,7 +447,7 @@ impl Cli {
                 let summary = cxrlake_ingest::ingest(&lake, &options).await?;
                 say(out, format_args!("{summary}"))?;
                 if summary.failed() {
-                    return Err(CliError::Usage(format!(
+                    return Err(CliError::Strict(format!(
                         "--strict: {} input(s) quarantined; see `cxrlake sql \"SELECT * FROM quarantine\"`",
                         summary.quarantined()
                     )));
@@ -600,7 +600,7 @@ impl Cli {
                 let summary = cxrlake_export::import_release(&lake, &import).await?;
                 say(out, format_args!("{summary}"))?;
                 if *strict && summary.quarantined > 0 {
-                    return Err(CliError::Usage(format!(
+                    return Err(CliError::Strict(format!(
                         "--strict: {} release member(s) quarantined",
                         summary.quarantined
                     )));

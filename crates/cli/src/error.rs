@@ -39,6 +39,9 @@ pub enum CliError {
     /// The command line was valid but the request cannot be done as asked.
     #[error("{0}")]
     Usage(String),
+    /// The command ran, but `--strict` turns what it quarantined into a failure (exit 1).
+    #[error("{0}")]
+    Strict(String),
 }
 
 /// Result alias of the CLI.

@@ -424,9 +424,10 @@ fn broken_members_are_quarantined_and_public_encodings_read() {
             "--strict",
         ],
     );
-    assert!(
-        !output.status.success(),
-        "--strict fails on quarantined members"
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "--strict fails on quarantined members with exit 1 (2 is for usage errors)"
     );
     let quarantined = ok(cxrlake(
         &lake,
