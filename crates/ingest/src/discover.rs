@@ -134,6 +134,8 @@ pub fn discover(inputs: &[PathBuf]) -> Result<Discovered> {
         })?;
         if meta.is_dir() {
             walk_dir(input, input, &mut found)?;
+        } else if !meta.is_file() {
+            found.quarantined.push(not_regular(input));
         } else {
             let name = input
                 .file_name()
@@ -150,6 +152,18 @@ pub fn discover(inputs: &[PathBuf]) -> Result<Discovered> {
     }
     found.fingerprint = json!({ "inputs": described });
     Ok(found)
+}
+
+/// The quarantine row of a FIFO, socket or device: reading it could block forever or never end.
+fn not_regular(path: &Path) -> Quarantined {
+    Quarantined::new(
+        Target::Archive,
+        path.display().to_string(),
+        "file",
+        "not a regular file (a FIFO, socket or device): not read; replace it with the file it \
+         stands for",
+        Vec::new(),
+    )
 }
 
 fn walk_dir(root: &Path, dir: &Path, found: &mut Discovered) -> Result<()> {
@@ -169,6 +183,8 @@ fn walk_dir(root: &Path, dir: &Path, found: &mut Discovered) -> Result<()> {
         };
         if meta.is_dir() {
             walk_dir(root, &path, found)?;
+        } else if !meta.is_file() {
+            found.quarantined.push(not_regular(&path));
         } else {
             let rel = path
                 .strip_prefix(root)
@@ -355,6 +371,26 @@ pub fn read_all(
 
 #[cfg(test)]
 mod tests {
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_quarantined_not_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let reports = dir.path().join("files/p10/p10000032");
+        std::fs::create_dir_all(&reports).expect("mkdir");
+        let fifo = reports.join("s50414267.txt");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo");
+        assert!(status.success());
+        let found = discover(&[dir.path().to_path_buf()]).expect("discover");
+        assert!(found.files.is_empty());
+        assert_eq!(found.quarantined.len(), 1);
+        assert!(found.quarantined[0].reason.contains("not a regular file"));
+        let found = discover(&[fifo]).expect("discover the FIFO itself");
+        assert!(found.files.is_empty() && found.quarantined.len() == 1);
+    }
 
     #[test]
     fn a_forged_member_size_reserves_at_most_64_mib() {
