@@ -61,11 +61,32 @@ fn ends_sentence(piece: &str) -> bool {
     !ABBREVIATIONS.iter().any(|a| last.eq_ignore_ascii_case(a))
 }
 
+/// The longest sentence kept whole, in bytes. Real report sentences are far shorter (MIMIC-CXR's
+/// longest are a few hundred characters); a longer run without a sentence end (a forged or
+/// broken report, one 50 MB line) is cut at spaces into pieces of at most this size, as the
+/// observation rules are quadratic in a sentence's length.
+pub(crate) const MAX_SENTENCE_BYTES: usize = 2_000;
+
 fn push_sentence(sentences: &mut Vec<String>, piece: &str) {
-    let sentence = strip_numbering(piece.trim());
-    let meaningful = sentence.chars().any(|c| c.is_alphanumeric()) || sentence.contains("___");
-    if meaningful {
-        sentences.push(sentence.to_owned());
+    let mut rest = strip_numbering(piece.trim());
+    while !rest.is_empty() {
+        let mut end = rest.len();
+        if end > MAX_SENTENCE_BYTES {
+            let mut limit = MAX_SENTENCE_BYTES;
+            while !rest.is_char_boundary(limit) {
+                limit -= 1;
+            }
+            end = rest[..limit]
+                .rfind(' ')
+                .filter(|&at| at > 0)
+                .unwrap_or(limit);
+        }
+        let sentence = rest[..end].trim();
+        let meaningful = sentence.chars().any(|c| c.is_alphanumeric()) || sentence.contains("___");
+        if meaningful {
+            sentences.push(sentence.to_owned());
+        }
+        rest = rest[end..].trim_start();
     }
 }
 
@@ -85,6 +106,21 @@ pub(crate) fn strip_numbering(sentence: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_endless_sentence_is_cut_at_spaces() {
+        let words: Vec<String> = (0..20_000).map(|i| format!("opacity{i}")).collect();
+        let text = words.join(" ");
+        let sentences = split_sentences(&text);
+        assert!(sentences.len() > 50, "{}", sentences.len());
+        assert!(sentences.iter().all(|s| s.len() <= MAX_SENTENCE_BYTES));
+        assert_eq!(sentences.join(" "), text, "no word lost or cut");
+        // One 3,000-byte word (no space to cut at) is cut at a character boundary.
+        let long = "é".repeat(1_500);
+        let pieces = split_sentences(&long);
+        assert_eq!(pieces.concat(), long);
+    }
+
     use super::*;
 
     #[test]
