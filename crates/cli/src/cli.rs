@@ -315,6 +315,20 @@ pub enum ExportCommand {
     },
 }
 
+impl Command {
+    /// The name of a command that writes the lake's tables (and so takes its write lease).
+    fn writer(&self) -> Option<&'static str> {
+        match self {
+            Command::Run { .. } => Some("run"),
+            Command::Ingest { .. } => Some("ingest"),
+            Command::Import { .. } => Some("import"),
+            Command::Ratings { .. } => Some("ratings add"),
+            Command::Demo(_) => Some("demo"),
+            _ => None,
+        }
+    }
+}
+
 impl ExportCommand {
     /// The output folder.
     fn out(&self) -> &std::path::Path {
@@ -400,10 +414,30 @@ impl Cli {
         Ok(settings)
     }
 
-    /// Runs the command, writing user-facing output to `out`.
+    /// Runs the command, writing user-facing output to `out`. A command that writes the lake's
+    /// tables holds its write lease (`_cxrlake/lease.json`) while it runs: a second writer is
+    /// refused, naming the first.
     pub async fn run(&self, out: &mut dyn Write) -> Result<()> {
         let lake =
             Lake::open(self.settings()?)?.with_session_factory(cxrlake_udfs::session_context_on);
+        let lease = match self.command.writer() {
+            Some(name) if lake.marker().await?.is_some() => {
+                Some(lake.acquire_lease(name, cxrlake_lake::STALE_AFTER).await?)
+            }
+            _ => None,
+        };
+        let result = self.dispatch(&lake, out).await;
+        if let Some(lease) = lease {
+            let released = lease.release().await;
+            if result.is_ok() {
+                released?;
+            }
+        }
+        result
+    }
+
+    async fn dispatch(&self, lake: &Lake, out: &mut dyn Write) -> Result<()> {
+        let lake = lake.clone();
         match &self.command {
             Command::Init => init(&lake, out).await,
             Command::Tables => tables(&lake, out).await,

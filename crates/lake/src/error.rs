@@ -15,6 +15,30 @@ pub enum LakeError {
         /// Why it was rejected.
         reason: String,
     },
+    /// Another cxrlake command holds the lake's write lease.
+    #[error(
+        "another cxrlake command (`{command}`, pid {pid} on {host}) holds the lake at {root} since \
+         {since} (last heartbeat {heartbeat}); wait for it to finish. If it is gone (killed), its \
+         lease expires {stale_minutes} minutes after its last heartbeat, or delete {path}"
+    )]
+    Busy {
+        /// The lake.
+        root: String,
+        /// The holder's command.
+        command: String,
+        /// The holder's process id.
+        pid: u32,
+        /// The holder's host.
+        host: String,
+        /// When it took the lease.
+        since: String,
+        /// Its last heartbeat.
+        heartbeat: String,
+        /// Minutes without a heartbeat after which the lease is taken over.
+        stale_minutes: u64,
+        /// The lease file.
+        path: String,
+    },
     /// The lake has not been initialised.
     #[error("no cxrlake lake at {0}; run `cxrlake init` (or pass --lake URL for another lake)")]
     NotInitialized(String),

@@ -149,6 +149,16 @@ impl Lake {
         &self.settings
     }
 
+    /// The object store under the lake.
+    pub(crate) fn store(&self) -> &ObjectStoreRef {
+        &self.store
+    }
+
+    /// `_cxrlake/<name>` under the lake's root.
+    pub(crate) fn meta_path(&self, name: &str) -> Path {
+        self.root_path.clone().join(META_DIR).join(name)
+    }
+
     fn marker_path(&self) -> Path {
         self.root_path.clone().join(META_DIR).join("lake.json")
     }

@@ -846,3 +846,105 @@ fn mimic_cxr_vqa_runs_exports_takes_ratings_and_measures_agreement() {
         stderr(&refused)
     );
 }
+
+#[test]
+fn one_writer_at_a_time() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = dir.path().join("lake");
+    let corpus = dir.path().join("corpus");
+    let corpus_arg = corpus.to_str().expect("utf8");
+    assert!(cxrlake(&lake, &["init"]).status.success());
+    assert!(
+        cxrlake(
+            &lake,
+            &[
+                "synth",
+                "--studies",
+                "30",
+                "--seed",
+                "2",
+                "--out",
+                corpus_arg
+            ]
+        )
+        .status
+        .success()
+    );
+
+    // Two ingests at once: one holds the lake, the other is refused (or, if the first was done
+    // before the second started, finds nothing new); never doubled rows.
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_cxrlake"))
+            .arg("--lake")
+            .arg(&lake)
+            .args(["ingest", corpus_arg])
+            .env_remove("CXRLAKE_LAKE")
+            .env_remove("CXRLAKE_CONFIG")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn")
+    };
+    let (a, b) = (spawn(), spawn());
+    let outputs = [
+        a.wait_with_output().expect("a"),
+        b.wait_with_output().expect("b"),
+    ];
+    assert!(outputs.iter().any(|o| o.status.success()));
+    for output in &outputs {
+        if !output.status.success() {
+            assert_eq!(output.status.code(), Some(1));
+            assert!(
+                stderr(output).contains("holds the lake"),
+                "{}",
+                stderr(output)
+            );
+        }
+    }
+    let reports = cxrlake(
+        &lake,
+        &[
+            "sql",
+            "SELECT count(*) AS n FROM reports",
+            "--format",
+            "csv",
+        ],
+    );
+    assert_eq!(
+        stdout(&reports).lines().nth(1),
+        Some("30"),
+        "{}",
+        stdout(&reports)
+    );
+    assert!(!lake.join("_cxrlake/lease.json").exists(), "released");
+
+    // A live holder's lease refuses writers, not readers.
+    let now = chrono_like_now();
+    std::fs::write(
+        lake.join("_cxrlake/lease.json"),
+        format!(
+            "{{\"token\":\"t\",\"command\":\"run\",\"pid\":4242,\"host\":\"other\",\
+             \"since\":\"{now}\",\"heartbeat\":\"{now}\"}}"
+        ),
+    )
+    .expect("lease");
+    let refused = cxrlake(&lake, &["run"]);
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        stderr(&refused).contains("another cxrlake command (`run`, pid 4242 on other)"),
+        "{}",
+        stderr(&refused)
+    );
+    assert!(cxrlake(&lake, &["sql", "SELECT 1"]).status.success());
+    std::fs::remove_file(lake.join("_cxrlake/lease.json")).expect("remove");
+    assert!(cxrlake(&lake, &["run", "extract"]).status.success());
+}
+
+/// Now as RFC 3339, from the `date` command's clock (the test crate has no chrono).
+fn chrono_like_now() -> String {
+    let output = Command::new("date")
+        .args(["-u", "+%Y-%m-%dT%H:%M:%S+00:00"])
+        .output()
+        .expect("date");
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
