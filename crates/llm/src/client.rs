@@ -187,8 +187,10 @@ impl LlmClient {
                 },
             }
         }
-        let hits = requests.len() - misses.iter().map(|miss| miss.2.len()).sum::<usize>();
+        let missed: usize = misses.iter().map(|miss| miss.2.len()).sum();
+        let hits = requests.len() - missed;
         StatsRecorder::add(&self.stats.cache_hits, count(hits));
+        StatsRecorder::add(&self.stats.merged, count(missed - misses.len()));
 
         let progress = self.progress_bar(requests.len(), hits);
         let mut outcomes = stream::iter(misses)

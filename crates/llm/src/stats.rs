@@ -10,6 +10,8 @@ pub struct CallStats {
     pub requested: u64,
     /// Requests answered (or failed) from the cache, without a call.
     pub cache_hits: u64,
+    /// Requests answered by an identical request of the same batch (sent once for all).
+    pub merged: u64,
     /// Requests sent to the endpoint (first attempts; HTTP requests = `sent + retries`).
     pub sent: u64,
     /// Extra attempts after a first attempt failed.
@@ -29,6 +31,7 @@ pub struct CallStats {
 pub(crate) struct StatsRecorder {
     pub requested: AtomicU64,
     pub cache_hits: AtomicU64,
+    pub merged: AtomicU64,
     pub sent: AtomicU64,
     pub retries: AtomicU64,
     pub failures: AtomicU64,
@@ -52,6 +55,7 @@ impl StatsRecorder {
         CallStats {
             requested: load(&self.requested),
             cache_hits: load(&self.cache_hits),
+            merged: load(&self.merged),
             sent: load(&self.sent),
             retries: load(&self.retries),
             failures: load(&self.failures),

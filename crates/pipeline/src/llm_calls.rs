@@ -390,6 +390,7 @@ pub(crate) fn llm_metrics(stats: &cxrlake_llm::CallStats) -> crate::stage::Metri
     crate::stage::Metrics::from([
         ("llm_requested".to_string(), stats.requested.into()),
         ("llm_cache_hits".to_string(), stats.cache_hits.into()),
+        ("llm_merged".to_string(), stats.merged.into()),
         ("llm_sent".to_string(), stats.sent.into()),
         ("llm_retries".to_string(), stats.retries.into()),
         ("llm_failures".to_string(), stats.failures.into()),
@@ -404,11 +405,15 @@ pub(crate) fn llm_metrics(stats: &cxrlake_llm::CallStats) -> crate::stage::Metri
 /// `; LLM: N requests, …` of a report with [`llm_metrics`].
 pub(crate) fn describe_llm(report: &crate::stage::StageReport) -> String {
     format!(
-        "; LLM: {} requests, {} from llm_calls, {} sent, {} retries, {} failed, {} prompt + {} \
+        "; LLM: {} requests, {} from llm_calls, {} sent{}, {} retries, {} failed, {} prompt + {} \
          completion tokens",
         report.metric("llm_requested"),
         report.metric("llm_cache_hits"),
         report.metric("llm_sent"),
+        match report.metric("llm_merged") {
+            0 => String::new(),
+            merged => format!(" ({merged} more answered by an identical request)"),
+        },
         report.metric("llm_retries"),
         report.metric("llm_failures"),
         report.metric("llm_prompt_tokens"),

@@ -97,6 +97,12 @@ async fn duplicate_requests_in_a_batch_are_sent_once() {
             .iter()
             .all(|result| result.as_ref().is_ok_and(|r| r.attempts == 1))
     );
+    // Every request is accounted for: 1 sent, 2 answered by it, none from the cache.
+    let stats = client.stats();
+    assert_eq!(
+        (stats.requested, stats.cache_hits, stats.sent, stats.merged),
+        (3, 0, 1, 2)
+    );
 }
 
 #[tokio::test]
