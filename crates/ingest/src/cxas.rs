@@ -345,6 +345,22 @@ pub fn parse(
             ));
             continue;
         };
+        if height == 0
+            || width == 0
+            || height > crate::MAX_IMAGE_SIDE
+            || width > crate::MAX_IMAGE_SIDE
+        {
+            quarantined.push(reject(
+                location,
+                format!(
+                    "size {height}x{width} of image {dicom_id} is not 1 to {} pixels a side \
+                     (JPEG's limit)",
+                    crate::MAX_IMAGE_SIDE
+                ),
+                to_json(value),
+            ));
+            continue;
+        }
         if resolved.values().any(|i| i.dicom_id == dicom_id) || resolved.contains_key(&image.id) {
             quarantined.push(reject(
                 location,

@@ -291,12 +291,15 @@ fn parse_size(value: &str, name: &str) -> std::result::Result<Option<i32>, Strin
         value
             .parse::<f64>()
             .ok()
-            .filter(|v| v.fract() == 0.0)
+            .filter(|v| v.fract() == 0.0 && v.abs() <= f64::from(i32::MAX))
             .map(|v| v as i32)
     });
     match parsed {
-        Some(v) if v > 0 => Ok(Some(v)),
-        _ => Err(format!("{name} '{value}' is not a positive integer")),
+        Some(v) if v > 0 && v.cast_unsigned() <= crate::MAX_IMAGE_SIDE => Ok(Some(v)),
+        _ => Err(format!(
+            "{name} '{value}' is not a pixel count from 1 to {} (JPEG's limit)",
+            crate::MAX_IMAGE_SIDE
+        )),
     }
 }
 
@@ -550,6 +553,21 @@ impl Row for LabelRow {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn image_sizes_beyond_jpeg_are_refused_not_saturated() {
+        assert_eq!(parse_size("2544", "Rows"), Ok(Some(2544)));
+        assert_eq!(parse_size("3056.0", "Rows"), Ok(Some(3056)));
+        assert_eq!(parse_size("", "Rows"), Ok(None));
+        for bad in ["1e10", "10000000000", "70000", "0", "-5", "12.5", "abc"] {
+            let err = parse_size(bad, "Rows").expect_err(bad);
+            assert!(
+                err.contains("is not a pixel count from 1 to 65535"),
+                "{bad}: {err}"
+            );
+        }
+    }
+
     use super::*;
 
     #[test]

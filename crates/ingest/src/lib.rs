@@ -28,6 +28,11 @@ pub mod reports;
 pub mod summary;
 pub mod writer;
 
+/// The largest image side, in pixels, that cxrlake accepts: JPEG's limit (MIMIC-CXR-JPG's images
+/// are at most ~4,300 pixels a side). Larger values in the metadata or in CXAS files are forged or
+/// broken, and would overflow `Int32` columns.
+pub(crate) const MAX_IMAGE_SIDE: u32 = 65_535;
+
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -600,6 +605,7 @@ fn unreadable(target: Target, file: &InputFile, reason: String) -> Quarantined {
 }
 
 #[cfg(test)]
+
 mod tests {
     use super::*;
 
