@@ -154,10 +154,24 @@ impl CsvInput {
                     .collect();
                 let row = CsvRow { line, fields };
                 if row.fields.len() != self.width {
+                    let joined = row
+                        .fields
+                        .iter()
+                        .map(|f| f.matches('\n').count())
+                        .sum::<usize>();
+                    let hint = if joined > 0 {
+                        format!(
+                            "; a quoted field runs over {} more line(s): an unclosed quote (\") \
+                             probably joined the following rows into this one; close the quote",
+                            joined
+                        )
+                    } else {
+                        String::new()
+                    };
                     return Some(Err(self.quarantine(
                         &row,
                         format!(
-                            "malformed CSV row: {} fields, the header has {}",
+                            "malformed CSV row: {} fields, the header has {}{hint}",
                             row.fields.len(),
                             self.width
                         ),

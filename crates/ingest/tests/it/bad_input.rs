@@ -95,6 +95,23 @@ async fn malformed_csv_row_is_quarantined_once_and_strict_fails() {
 }
 
 #[tokio::test]
+async fn an_unclosed_quote_is_named_in_the_reason() {
+    let (_dir, root, _synth) = tiny();
+    edit_metadata(&root, |lines| {
+        // The quote opened in the first field never closes: the next rows join this one.
+        lines[2] = format!("\"{}", lines[2]);
+    });
+    let (_lake_dir, _lake, rows) = ingest_expecting(&root, 1).await;
+    assert!(
+        rows[0]
+            .reason
+            .contains("an unclosed quote (\") probably joined the following rows"),
+        "{}",
+        rows[0].reason
+    );
+}
+
+#[tokio::test]
 async fn duplicate_id_with_different_values_is_quarantined() {
     let (_dir, root, synth) = tiny();
     let mut duplicate = String::new();
