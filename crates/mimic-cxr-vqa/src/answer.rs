@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::Result;
 use crate::bank::{Bank, Category, LabelValue};
 use crate::lint::{PROHIBITED_TERMS, REPORT_REFERENCES, lint};
-use crate::text::words;
+use crate::text::{report_placeholders, words};
 
 /// The SQL function name of the answer task.
 pub const TASK_NAME: &str = "mimic_cxr_vqa_answer";
@@ -215,15 +215,11 @@ impl GenerationTask for AnswerTask {
         if row.findings.trim().is_empty() {
             return Err("the report has no FINDINGS or IMPRESSION text to answer from".into());
         }
-        let indication = match row.indication.trim() {
-            "" => "none".to_string(),
-            text => text.to_string(),
-        };
-        Ok(vec![
-            ("INDICATION", indication),
-            ("FINDINGS", row.findings.trim().to_string()),
-            ("QUESTION", row.question.trim().to_string()),
-        ])
+        Ok(report_placeholders(
+            &row.indication,
+            &row.findings,
+            &row.question,
+        ))
     }
 
     /// An answer `{question, answer}`: the answer non-empty; the echoed question compared
@@ -293,16 +289,15 @@ fn is_polar(question: &str) -> bool {
 /// `text` without the words the linter flags (scene-graph words are the report's, which may
 /// compare with a prior study).
 fn clean(text: &str) -> String {
-    let banned: Vec<String> = PROHIBITED_TERMS
-        .iter()
-        .chain(REPORT_REFERENCES.iter())
-        .map(|t| t.to_string())
-        .collect();
     text.split_whitespace()
         .filter(|w| {
             let w = w.to_lowercase();
             let w = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '-');
-            !banned.iter().any(|b| b == w) && w != "follow"
+            !PROHIBITED_TERMS
+                .iter()
+                .chain(REPORT_REFERENCES.iter())
+                .any(|b| *b == w)
+                && w != "follow"
         })
         .collect::<Vec<_>>()
         .join(" ")

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::Result;
 use crate::bank::{Bank, Category};
-use crate::text::{STOPWORDS, Stance, position, sentences, stance, words};
+use crate::text::{STOPWORDS, Stance, position, report_placeholders, sentences, stance, words};
 
 /// The SQL function name of the judge task.
 pub const TASK_NAME: &str = "mimic_cxr_vqa_judge";
@@ -97,16 +97,19 @@ pub struct JudgeTask {
     prompts: Arc<PromptSet>,
     prompt: TaskPrompt,
     bank: Arc<Bank>,
+    lexicon: Lexicon,
 }
 
 impl JudgeTask {
     /// The task (prompt task `judge`).
     pub fn new(prompts: Arc<PromptSet>, bank: Arc<Bank>) -> Result<JudgeTask> {
         let prompt = prompts.require("judge")?.clone();
+        let lexicon = Lexicon::new(&bank);
         Ok(JudgeTask {
             prompts,
             prompt,
             bank,
+            lexicon,
         })
     }
 }
@@ -143,16 +146,9 @@ impl GenerationTask for JudgeTask {
         input: &Value,
     ) -> std::result::Result<Vec<(&'static str, String)>, String> {
         let row = JudgeInput::parse(input)?;
-        let indication = match row.indication.trim() {
-            "" => "none".to_string(),
-            text => text.to_string(),
-        };
-        Ok(vec![
-            ("INDICATION", indication),
-            ("FINDINGS", row.findings.trim().to_string()),
-            ("QUESTION", row.question.trim().to_string()),
-            ("ANSWER", row.answer.trim().to_string()),
-        ])
+        let mut values = report_placeholders(&row.indication, &row.findings, &row.question);
+        values.push(("ANSWER", row.answer.trim().to_string()));
+        Ok(values)
     }
 
     /// An answer with a level of each rubric (normalised to table 3's spelling).
@@ -197,7 +193,7 @@ impl GenerationTask for JudgeTask {
             .category(&row.category)
             .ok_or_else(|| format!("unknown category '{}'", row.category))?;
         let verdict = heuristic_verdict(
-            &self.bank,
+            &self.lexicon,
             category,
             &row.question,
             &row.answer,
@@ -307,9 +303,35 @@ const ANATOMY: &[&str] = &[
     "severely",
 ];
 
+/// The report words the offline judge reads beyond a category's own terms, gathered once from
+/// the bank: the cardiomegaly terms (heart size) and every abnormality's terms (No Finding).
+#[derive(Debug, Clone)]
+pub struct Lexicon {
+    cardiomegaly: Vec<String>,
+    abnormal: Vec<String>,
+}
+
+impl Lexicon {
+    /// The lexicon of `bank`.
+    pub fn new(bank: &Bank) -> Lexicon {
+        Lexicon {
+            cardiomegaly: bank
+                .category("cardiomegaly")
+                .map(|c| c.terms.clone())
+                .unwrap_or_default(),
+            abnormal: bank
+                .categories()
+                .iter()
+                .filter(|c| !matches!(c.id.as_str(), "heart" | "no_finding" | "support_devices"))
+                .flat_map(|c| c.terms.iter().cloned())
+                .collect(),
+        }
+    }
+}
+
 /// The offline verdict.
 pub fn heuristic_verdict(
-    bank: &Bank,
+    lexicon: &Lexicon,
     category: &Category,
     question: &str,
     answer: &str,
@@ -326,14 +348,11 @@ pub fn heuristic_verdict(
     let asks_normal = words(question)
         .iter()
         .any(|w| w == "normal" || w == "expected");
-    let cardiomegaly = bank
-        .category("cardiomegaly")
-        .map(|c| c.terms.clone())
-        .unwrap_or_default();
+    let cardiomegaly = &lexicon.cardiomegaly;
     let (report_says, details, answer_says) = match category.id.as_str() {
         "heart" => {
-            let report = heart_said(report, &cardiomegaly);
-            let mut said = heart_said(answer, &cardiomegaly);
+            let report = heart_said(report, cardiomegaly);
+            let mut said = heart_said(answer, cardiomegaly);
             if said.is_none() || polar_answer.is_some() && asks_normal {
                 // "Is the heart size normal?" — "Yes" means normal (absent enlargement).
                 said = polar_answer.map(|p| match (p, asks_normal) {
@@ -345,15 +364,10 @@ pub fn heuristic_verdict(
             (report, Vec::new(), said)
         }
         "no_finding" => {
-            let abnormal: Vec<String> = bank
-                .categories()
-                .iter()
-                .filter(|c| !matches!(c.id.as_str(), "heart" | "no_finding" | "support_devices"))
-                .flat_map(|c| c.terms.iter().cloned())
-                .collect();
-            let (report, details) = what_is_said(report, &abnormal);
+            let abnormal = &lexicon.abnormal;
+            let (report, details) = what_is_said(report, abnormal);
             let said = polar_answer
-                .or_else(|| what_is_said(answer, &abnormal).0)
+                .or_else(|| what_is_said(answer, abnormal).0)
                 .or_else(|| {
                     answer_words
                         .iter()
@@ -505,7 +519,7 @@ mod tests {
     fn judge(category: &str, question: &str, answer: &str, report: &str) -> Verdict {
         let bank = Bank::embedded().expect("bank");
         let category = bank.category(category).expect("category");
-        heuristic_verdict(&bank, category, question, answer, report)
+        heuristic_verdict(&Lexicon::new(&bank), category, question, answer, report)
     }
 
     /// Real-style MIMIC report language (written for this test, in the style of MIMIC-CXR

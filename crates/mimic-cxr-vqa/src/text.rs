@@ -137,6 +137,24 @@ pub(crate) fn stance(words: &[String], at: usize, phrase_len: usize) -> Stance {
     }
 }
 
+/// The placeholders both prompts share: `INDICATION` (`none` when the report has none),
+/// `FINDINGS` and `QUESTION`, trimmed.
+pub(crate) fn report_placeholders(
+    indication: &str,
+    findings: &str,
+    question: &str,
+) -> Vec<(&'static str, String)> {
+    let indication = match indication.trim() {
+        "" => "none",
+        text => text,
+    };
+    vec![
+        ("INDICATION", indication.to_string()),
+        ("FINDINGS", findings.trim().to_string()),
+        ("QUESTION", question.trim().to_string()),
+    ]
+}
+
 /// Words that carry no content of their own for comparing an answer with a report.
 pub(crate) const STOPWORDS: &[&str] = &[
     "a",
