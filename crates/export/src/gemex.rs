@@ -19,12 +19,11 @@ use std::time::Instant;
 use cxrlake_gemex::export::{ExportIds, gemex_record, llava};
 use cxrlake_gemex::generate::QaRecord;
 use cxrlake_lake::Lake;
-use datafusion::arrow::json::LineDelimitedWriter;
-use futures::StreamExt;
 use serde_json::Value;
 
-use crate::error::{ExportError, Result};
+use crate::error::Result;
 use crate::files::{JsonArray, create_folder, image_path};
+use crate::flavour::{SplitFiles, each_json_row, finish_all, record_error, split_of};
 use crate::scan::{filtered_table, nothing_to_export};
 
 /// Which files `export gemex` writes.
@@ -71,43 +70,13 @@ impl GemexExport {
 }
 
 /// What a GEMeX export wrote.
-#[derive(Debug, Clone, PartialEq)]
-pub struct GemexSummary {
-    /// Questions per split.
-    pub splits: BTreeMap<String, usize>,
-    /// Files written.
-    pub files: Vec<PathBuf>,
-    /// Bytes written.
-    pub bytes: u64,
-    /// Wall-clock seconds.
-    pub seconds: f64,
-}
-
-impl std::fmt::Display for GemexSummary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let splits: Vec<String> = self
-            .splits
-            .iter()
-            .map(|(split, n)| format!("{split} {n}"))
-            .collect();
-        write!(
-            f,
-            "gemex: {} questions ({}) → {} files ({:.1} MB) in {:.2} s",
-            self.splits.values().sum::<usize>(),
-            splits.join(", "),
-            self.files.len(),
-            self.bytes as f64 / 1e6,
-            self.seconds
-        )
-    }
-}
+pub type GemexSummary = SplitFiles;
 
 /// Writes the `gemex_qa` rows of `lake` (matching the export's filter) as GEMeX and LLaVA
 /// files per split.
 pub async fn export_gemex(lake: &Lake, export: &GemexExport) -> Result<GemexSummary> {
     let started = Instant::now();
     let frame = filtered_table(lake, "gemex_qa", export.filter.as_deref()).await?;
-    let mut stream = frame.execute_stream().await?;
     create_folder(&export.out_dir)?;
     let mut outputs: BTreeMap<(String, &'static str), JsonArray> = BTreeMap::new();
     let mut splits: BTreeMap<String, usize> = BTreeMap::new();
@@ -117,59 +86,38 @@ pub async fn export_gemex(lake: &Lake, export: &GemexExport) -> Result<GemexSumm
         GemexFormat::Llava => &["llava"],
         GemexFormat::Both => &["gemex", "llava"],
     };
-    while let Some(batch) = stream.next().await {
-        let batch = batch?;
-        if batch.num_rows() == 0 {
-            continue;
-        }
-        let mut writer = LineDelimitedWriter::new(Vec::new());
-        writer.write(&batch)?;
-        writer.finish()?;
-        let lines = writer.into_inner();
-        for line in lines.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-            let value: Value = serde_json::from_slice(line)?;
-            let record: QaRecord =
-                serde_json::from_value(value.clone()).map_err(|e| ExportError::Record {
-                    table: "gemex_qa",
-                    row,
-                    question_id: value
-                        .get("question_id")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    reason: e.to_string(),
-                })?;
-            row += 1;
-            let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default();
-            let split = value
-                .get("split")
-                .and_then(Value::as_str)
-                .unwrap_or("none")
-                .to_string();
-            let image = image_path(text("patient_id"), text("study_id"), text("image_id"));
-            let ids = ExportIds {
-                question_id: text("question_id"),
-                image_id: text("image_id"),
-                study_id: text("study_id"),
-                split: value.get("split").and_then(Value::as_str),
-                image: &image,
-            };
-            for kind in kinds {
-                let key = (split.clone(), *kind);
-                if !outputs.contains_key(&key) {
-                    let target = export.out_dir.join(kind).join(format!("{split}.json"));
-                    outputs.insert(key.clone(), JsonArray::open(target)?);
-                }
-                let rendered = match *kind {
-                    "gemex" => gemex_record(&record, &ids),
-                    _ => llava(&record, &ids),
-                };
-                if let Some(output) = outputs.get_mut(&key) {
-                    output.record(&rendered)?;
-                }
+    each_json_row(frame, |value| {
+        let record: QaRecord = serde_json::from_value(value.clone())
+            .map_err(|e| record_error("gemex_qa", row, &value, e.to_string()))?;
+        row += 1;
+        let text = |key: &str| value.get(key).and_then(Value::as_str).unwrap_or_default();
+        let split = split_of(&value);
+        let image = image_path(text("patient_id"), text("study_id"), text("image_id"));
+        let ids = ExportIds {
+            question_id: text("question_id"),
+            image_id: text("image_id"),
+            study_id: text("study_id"),
+            split: value.get("split").and_then(Value::as_str),
+            image: &image,
+        };
+        for kind in kinds {
+            let key = (split.clone(), *kind);
+            if !outputs.contains_key(&key) {
+                let target = export.out_dir.join(kind).join(format!("{split}.json"));
+                outputs.insert(key.clone(), JsonArray::open(target)?);
             }
-            *splits.entry(split).or_default() += 1;
+            let rendered = match *kind {
+                "gemex" => gemex_record(&record, &ids),
+                _ => llava(&record, &ids),
+            };
+            if let Some(output) = outputs.get_mut(&key) {
+                output.record(&rendered)?;
+            }
         }
-    }
+        *splits.entry(split).or_default() += 1;
+        Ok(())
+    })
+    .await?;
     if splits.is_empty() {
         return Err(nothing_to_export(
             lake,
@@ -177,13 +125,10 @@ pub async fn export_gemex(lake: &Lake, export: &GemexExport) -> Result<GemexSumm
             export.filter.as_deref(),
         ));
     }
-    let mut files = Vec::new();
-    let mut bytes = 0;
-    for output in outputs.into_values() {
-        files.push(output.target().to_path_buf());
-        bytes += output.finish()?;
-    }
-    Ok(GemexSummary {
+    let (files, bytes) = finish_all(outputs.into_values())?;
+    Ok(SplitFiles {
+        flavour: "gemex",
+        unit: "questions",
         splits,
         files,
         bytes,

@@ -62,6 +62,7 @@ pub mod d1;
 pub mod d2;
 pub mod error;
 mod files;
+pub mod flavour;
 pub mod gemex;
 pub mod import;
 mod inflight;
@@ -77,6 +78,7 @@ mod validate;
 mod writer;
 
 pub use error::{ExportError, Result};
+pub use flavour::SplitFiles;
 pub use gemex::{GemexExport, GemexFormat, GemexSummary, export_gemex};
 pub use import::{ImportSummary, ReleaseImport, import_release};
 pub use mimic_cxr_vqa::{MimicVqaExport, MimicVqaSummary, export_mimic_cxr_vqa};

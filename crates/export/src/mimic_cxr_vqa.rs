@@ -17,14 +17,13 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use cxrlake_lake::Lake;
-use datafusion::arrow::json::LineDelimitedWriter;
 use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::prelude::{col, lit};
-use futures::StreamExt;
 use serde_json::{Value, json};
 
 use crate::error::{ExportError, Result};
 use crate::files::{JsonArray, create_folder, hidden_temp, image_path};
+use crate::flavour::{SplitFiles, each_json_row, finish_all, record_error, split_of};
 use crate::scan::{filtered_table, nothing_to_export};
 
 /// The table it exports.
@@ -56,36 +55,7 @@ impl MimicVqaExport {
 }
 
 /// What a MIMIC-CXR-VQA export wrote.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MimicVqaSummary {
-    /// QA pairs per split.
-    pub splits: BTreeMap<String, usize>,
-    /// Files written.
-    pub files: Vec<PathBuf>,
-    /// Bytes written.
-    pub bytes: u64,
-    /// Wall-clock seconds.
-    pub seconds: f64,
-}
-
-impl std::fmt::Display for MimicVqaSummary {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let splits: Vec<String> = self
-            .splits
-            .iter()
-            .map(|(split, n)| format!("{split} {n}"))
-            .collect();
-        write!(
-            f,
-            "mimic_cxr_vqa: {} QA pairs ({}) → {} files ({:.1} MB) in {:.2} s",
-            self.splits.values().sum::<usize>(),
-            splits.join(", "),
-            self.files.len(),
-            self.bytes as f64 / 1e6,
-            self.seconds
-        )
-    }
-}
+pub type MimicVqaSummary = SplitFiles;
 
 /// One exported record of a `mimic_cxr_vqa_qa` row (read as JSON).
 fn record(row: &Value, dataset_id: &str) -> std::result::Result<Value, String> {
@@ -142,53 +112,26 @@ pub async fn export_mimic_cxr_vqa(lake: &Lake, export: &MimicVqaExport) -> Resul
     let mut outputs: BTreeMap<String, JsonArray> = BTreeMap::new();
     let mut splits: BTreeMap<String, usize> = BTreeMap::new();
     let mut row = 0;
-    let mut stream = frame.clone().execute_stream().await?;
-    while let Some(batch) = stream.next().await {
-        let batch = batch?;
-        if batch.num_rows() == 0 {
-            continue;
+    each_json_row(frame.clone(), |value| {
+        let rendered = record(&value, &export.dataset_id)
+            .map_err(|reason| record_error(TABLE, row, &value, reason))?;
+        row += 1;
+        let split = split_of(&value);
+        if !outputs.contains_key(&split) {
+            let target = dir.join(format!("{split}.json"));
+            outputs.insert(split.clone(), JsonArray::open(target)?);
         }
-        let mut writer = LineDelimitedWriter::new(Vec::new());
-        writer.write(&batch)?;
-        writer.finish()?;
-        let lines = writer.into_inner();
-        for line in lines.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-            let value: Value = serde_json::from_slice(line)?;
-            let rendered =
-                record(&value, &export.dataset_id).map_err(|reason| ExportError::Record {
-                    table: TABLE,
-                    row,
-                    question_id: value
-                        .get("question_id")
-                        .and_then(Value::as_str)
-                        .map(str::to_string),
-                    reason,
-                })?;
-            row += 1;
-            let split = value
-                .get("split")
-                .and_then(Value::as_str)
-                .unwrap_or("none")
-                .to_string();
-            if !outputs.contains_key(&split) {
-                let target = dir.join(format!("{split}.json"));
-                outputs.insert(split.clone(), JsonArray::open(target)?);
-            }
-            if let Some(output) = outputs.get_mut(&split) {
-                output.record(&rendered)?;
-            }
-            *splits.entry(split).or_default() += 1;
+        if let Some(output) = outputs.get_mut(&split) {
+            output.record(&rendered)?;
         }
-    }
+        *splits.entry(split).or_default() += 1;
+        Ok(())
+    })
+    .await?;
     if splits.is_empty() {
         return Err(nothing_to_export(lake, TABLE, export.filter.as_deref()));
     }
-    let mut files = Vec::new();
-    let mut bytes = 0;
-    for output in outputs.into_values() {
-        files.push(output.target().to_path_buf());
-        bytes += output.finish()?;
-    }
+    let (mut files, mut bytes) = finish_all(outputs.into_values())?;
     for split in splits.keys() {
         let target = dir.join(format!("{split}.parquet"));
         let temp = hidden_temp(&target)?;
@@ -211,7 +154,9 @@ pub async fn export_mimic_cxr_vqa(lake: &Lake, export: &MimicVqaExport) -> Resul
         bytes += std::fs::metadata(&target).map_err(io(&target))?.len();
         files.push(target);
     }
-    Ok(MimicVqaSummary {
+    Ok(SplitFiles {
+        flavour: "mimic_cxr_vqa",
+        unit: "QA pairs",
         splits,
         files,
         bytes,
