@@ -17,23 +17,16 @@ pub enum LakeError {
     },
     /// Another cxrlake command holds the lake's write lease.
     #[error(
-        "another cxrlake command (`{command}`, pid {pid} on {host}) holds the lake at {root} since \
-         {since} (last heartbeat {heartbeat}); wait for it to finish. If it is gone (killed), its \
-         lease expires {stale_minutes} minutes after its last heartbeat, or delete {path}"
+        "another cxrlake command (`{}`, pid {} on {}) holds the lake at {root} since {} (last \
+         heartbeat {}); wait for it to finish. If it is gone (killed), its lease expires \
+         {stale_minutes} minutes after its last heartbeat, or delete {path}",
+        holder.command, holder.pid, holder.host, holder.since, holder.heartbeat
     )]
     Busy {
         /// The lake.
         root: String,
-        /// The holder's command.
-        command: String,
-        /// The holder's process id.
-        pid: u32,
-        /// The holder's host.
-        host: String,
-        /// When it took the lease.
-        since: String,
-        /// Its last heartbeat.
-        heartbeat: String,
+        /// Who holds it.
+        holder: Box<crate::lease::LeaseRecord>,
         /// Minutes without a heartbeat after which the lease is taken over.
         stale_minutes: u64,
         /// The lease file.

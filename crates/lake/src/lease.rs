@@ -88,6 +88,7 @@ impl Lake {
             heartbeat: now,
         };
         let body = serde_json::to_vec_pretty(&record)?;
+        let mut holder = None;
         for _ in 0..3 {
             let created = self
                 .store()
@@ -113,45 +114,35 @@ impl Lake {
                 }
                 Err(err) => return Err(err.into()),
             }
-            let Some(holder) = self.read_lease(&path).await? else {
+            let Some(current) = self.read_lease(&path).await? else {
                 continue; // released meanwhile
             };
-            let beat = DateTime::parse_from_rfc3339(&holder.heartbeat)
+            let beat = DateTime::parse_from_rfc3339(&current.heartbeat)
                 .map(|t| t.with_timezone(&Utc))
                 .unwrap_or(DateTime::<Utc>::MIN_UTC);
             let silent = (Utc::now() - beat).to_std().unwrap_or_default();
-            let gone = holder.host == record.host && !process_alive(holder.pid);
+            let gone = current.host == record.host && !process_alive(current.pid);
             if silent < stale_after && !gone {
-                return Err(LakeError::Busy {
-                    root: self.root().to_string(),
-                    command: holder.command,
-                    pid: holder.pid,
-                    host: holder.host,
-                    since: holder.since,
-                    heartbeat: holder.heartbeat,
-                    stale_minutes: stale_after.as_secs().div_ceil(60),
-                    path: self.lease_location(),
-                });
+                holder = Some(current);
+                break;
             }
             tracing::warn!(
-                holder = holder.command,
-                pid = holder.pid,
-                host = holder.host,
-                "taking over a write lease whose holder is silent since {}",
-                holder.heartbeat
+                holder = current.command,
+                pid = current.pid,
+                host = current.host,
+                "taking over a write lease whose holder is gone or silent since {}",
+                current.heartbeat
             );
             self.store().delete(&path).await.or_else(|err| match err {
                 object_store::Error::NotFound { .. } => Ok(()),
                 err => Err(err),
             })?;
+            holder = Some(current);
         }
+        // A live holder, or (three rounds lost to other writers) the last one seen.
         Err(LakeError::Busy {
             root: self.root().to_string(),
-            command: "another writer".into(),
-            pid: 0,
-            host: host(),
-            since: "now".into(),
-            heartbeat: "now".into(),
+            holder: Box::new(holder.unwrap_or(record)),
             stale_minutes: stale_after.as_secs().div_ceil(60),
             path: self.lease_location(),
         })
