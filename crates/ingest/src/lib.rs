@@ -605,7 +605,6 @@ fn unreadable(target: Target, file: &InputFile, reason: String) -> Quarantined {
 }
 
 #[cfg(test)]
-
 mod tests {
     use super::*;
 

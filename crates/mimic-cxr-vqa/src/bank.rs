@@ -42,9 +42,9 @@ impl LabelValue {
         match value {
             None => Some(Self::NotMentioned),
             Some(v) if v.is_nan() => Some(Self::NotMentioned),
-            Some(v) if v == 1.0 => Some(Self::Positive),
-            Some(v) if v == 0.0 => Some(Self::Negative),
-            Some(v) if v == -1.0 => Some(Self::Uncertain),
+            Some(1.0) => Some(Self::Positive),
+            Some(0.0) => Some(Self::Negative),
+            Some(-1.0) => Some(Self::Uncertain),
             Some(_) => None,
         }
     }

@@ -453,9 +453,8 @@ pub fn heuristic_verdict(
         .count();
     let completeness = if !addressed {
         "Incomplete"
-    } else if expected != Stance::Present || detail_words.is_empty() {
-        "Complete"
-    } else if covered * 2 >= detail_words.len() {
+    } else if expected != Stance::Present || covered * 2 >= detail_words.len() {
+        // Nothing to detail (absent), or at least half the report's details given.
         "Complete"
     } else if covered > 0 || answer_words.len() > 3 {
         "Partially Complete"

@@ -128,7 +128,8 @@ pub(crate) fn stance(words: &[String], at: usize, phrase_len: usize) -> Stance {
         negated = true;
     }
     let hedged = words.iter().any(|w| HEDGES.contains(&w.as_str()));
-    if hedged && !(negated && !words.iter().any(|w| w == "excluded" || w == "cannot")) {
+    let cannot_exclude = words.iter().any(|w| w == "excluded" || w == "cannot");
+    if hedged && (!negated || cannot_exclude) {
         Stance::Uncertain
     } else if negated {
         Stance::Absent

@@ -142,20 +142,18 @@ pub async fn add_ratings(lake: &Lake, path: &Path) -> Result<RatingsAdded> {
     for (key, value) in new {
         all.insert(key, (value, source.clone()));
     }
-    let column = |pick: &dyn Fn(&(String, String, String), &(String, String)) -> String| {
-        Arc::new(StringArray::from(
-            all.iter().map(|(k, v)| pick(k, v)).collect::<Vec<_>>(),
-        )) as _
-    };
+    let mut columns: [Vec<&str>; 5] = Default::default();
+    for ((item, rater, rubric), (value, from)) in &all {
+        for (column, text) in columns.iter_mut().zip([item, rater, rubric, value, from]) {
+            column.push(text);
+        }
+    }
     let batch = RecordBatch::try_new(
         mimic_cxr_vqa_ratings(),
-        vec![
-            column(&|k, _| k.0.clone()),
-            column(&|k, _| k.1.clone()),
-            column(&|k, _| k.2.clone()),
-            column(&|_, v| v.0.clone()),
-            column(&|_, v| v.1.clone()),
-        ],
+        columns
+            .into_iter()
+            .map(|column| Arc::new(StringArray::from(column)) as _)
+            .collect(),
     )
     .map_err(|e| PipelineError::Schema {
         stage: "ratings",
