@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::cxrlake;
+use crate::{cxrlake, ingested_lake, ok};
 
 /// A copy of the shipped reference definitions at `to`.
 fn copy_refdefs(to: &Path) -> std::path::PathBuf {
@@ -481,27 +481,7 @@ fn templates_check_and_stats_listing() {
 #[test]
 fn the_lake_keeps_its_settings_and_plan_explains_a_change() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let lake = dir.path().join("lake");
-    let corpus = dir.path().join("corpus");
-    let ok = |output: Output| {
-        assert!(output.status.success(), "{}", stderr(&output));
-        stdout(&output)
-    };
-    ok(cxrlake(&lake, &["init"]));
-    let corpus_arg = corpus.to_str().expect("utf8");
-    ok(cxrlake(
-        &lake,
-        &[
-            "synth",
-            "--studies",
-            "12",
-            "--seed",
-            "3",
-            "--out",
-            corpus_arg,
-        ],
-    ));
-    ok(cxrlake(&lake, &["ingest", corpus_arg]));
+    let lake = ingested_lake(dir.path(), 12, 3);
 
     // Edited definitions: one synonym more.
     let edited = copy_refdefs(&dir.path().join("refdefs"));
@@ -602,27 +582,7 @@ fn sql_set_changes_what_the_settings_functions_compute() {
 #[test]
 fn evaluate_prints_stores_and_checks_its_inputs() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let lake = dir.path().join("lake");
-    let corpus = dir.path().join("corpus");
-    let ok = |output: Output| {
-        assert!(output.status.success(), "{}", stderr(&output));
-        stdout(&output)
-    };
-    let corpus_arg = corpus.to_str().expect("utf8");
-    ok(cxrlake(&lake, &["init"]));
-    ok(cxrlake(
-        &lake,
-        &[
-            "synth",
-            "--studies",
-            "16",
-            "--seed",
-            "9",
-            "--out",
-            corpus_arg,
-        ],
-    ));
-    ok(cxrlake(&lake, &["ingest", corpus_arg]));
+    let lake = ingested_lake(dir.path(), 16, 9);
     ok(cxrlake(&lake, &["run"]));
 
     // Tags vs the ingested CheXpert labels: a printed table with intervals, stored in the lake.
@@ -719,27 +679,7 @@ fn evaluate_prints_stores_and_checks_its_inputs() {
 #[test]
 fn mimic_cxr_vqa_runs_exports_takes_ratings_and_measures_agreement() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let lake = dir.path().join("lake");
-    let corpus = dir.path().join("corpus");
-    let ok = |output: Output| {
-        assert!(output.status.success(), "{}", stderr(&output));
-        stdout(&output)
-    };
-    let corpus_arg = corpus.to_str().expect("utf8");
-    ok(cxrlake(&lake, &["init"]));
-    ok(cxrlake(
-        &lake,
-        &[
-            "synth",
-            "--studies",
-            "12",
-            "--seed",
-            "4",
-            "--out",
-            corpus_arg,
-        ],
-    ));
-    ok(cxrlake(&lake, &["ingest", corpus_arg]));
+    let lake = ingested_lake(dir.path(), 12, 4);
     let run = ok(cxrlake(
         &lake,
         &["run", "--flavour", "mimic_cxr_vqa", "--vqa-qc-reports", "4"],

@@ -9,22 +9,12 @@
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::cxrlake;
-
-fn ok(output: Output) -> String {
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-}
+use crate::{cxrlake, ok};
 
 /// The single number a `SELECT count(*) …` prints as CSV.
 fn count(lake: &Path, sql: &str) -> u64 {

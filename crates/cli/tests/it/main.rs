@@ -15,6 +15,41 @@ pub(crate) fn cxrlake(lake: &std::path::Path, args: &[&str]) -> std::process::Ou
         .expect("run cxrlake")
 }
 
+/// The stdout of a `cxrlake` run that must succeed (else the test fails with both streams).
+pub(crate) fn ok(output: std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// A lake at `<dir>/lake` with a synthetic corpus of `studies` studies (at `<dir>/corpus`)
+/// ingested: `init`, `synth`, `ingest`.
+pub(crate) fn ingested_lake(dir: &std::path::Path, studies: u32, seed: u32) -> std::path::PathBuf {
+    let lake = dir.join("lake");
+    let corpus = dir.join("corpus");
+    let corpus_arg = corpus.to_str().expect("utf8");
+    let (studies, seed) = (studies.to_string(), seed.to_string());
+    ok(cxrlake(&lake, &["init"]));
+    ok(cxrlake(
+        &lake,
+        &[
+            "synth",
+            "--studies",
+            &studies,
+            "--seed",
+            &seed,
+            "--out",
+            corpus_arg,
+        ],
+    ));
+    ok(cxrlake(&lake, &["ingest", corpus_arg]));
+    lake
+}
+
 /// Runs `tests/python/<script>` with `args` and asserts that it succeeds and prints `ok`; the
 /// script needs the Python packages that the README's test command installs.
 pub(crate) fn python_check(script: &str, args: &[&std::ffi::OsStr], ok: &str) {
