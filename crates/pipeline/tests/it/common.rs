@@ -101,10 +101,20 @@ pub async fn localized_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, Ref
     (lake, defs)
 }
 
+/// A localized lake taken through map → graph with the embedded defaults (what the flavours
+/// read).
+pub async fn graph_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
+    let (lake, defs) = localized_lake(dir, studies, seed).await;
+    for stage in ["map", "graph"] {
+        run_stage(&lake, stage, &[]).await;
+    }
+    (lake, defs)
+}
+
 /// A localized lake taken through map → graph → balance → qa with the embedded defaults.
 pub async fn qa_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
-    let (lake, defs) = localized_lake(dir, studies, seed).await;
-    for stage in ["map", "graph", "balance", "qa"] {
+    let (lake, defs) = graph_lake(dir, studies, seed).await;
+    for stage in ["balance", "qa"] {
         run_stage(&lake, stage, &[]).await;
     }
     (lake, defs)

@@ -14,7 +14,7 @@ use cxrlake_export::{GemexExport, GemexFormat, export_gemex};
 use cxrlake_gemex::regions::Regions;
 use serde_json::{Value, json};
 
-use crate::common::{json_lines, localized_lake, number, pipeline, run_stage, strings};
+use crate::common::{graph_lake, json_lines, localized_lake, number, pipeline, run_stage, strings};
 use crate::llm_server::ExtractionServer;
 
 const FLAVOUR: (&str, &str) = ("flavours", "gemex");
@@ -342,10 +342,7 @@ async fn llm_gemex_normalises_retries_quarantines_and_caches() {
     let server = ExtractionServer::start_answering(gemex_answer, Duration::ZERO, usize::MAX).await;
     let endpoint = server.endpoint();
     let dir = tempfile::tempdir().expect("tempdir");
-    let (lake, _) = localized_lake(dir.path(), 16, 3).await;
-    for stage in ["map", "graph"] {
-        run_stage(&lake, stage, &[]).await;
-    }
+    let (lake, _) = graph_lake(dir.path(), 16, 3).await;
     let settings = [
         FLAVOUR,
         ("generator", "llm"),

@@ -13,7 +13,7 @@ use cxrlake_export::{MimicVqaExport, export_mimic_cxr_vqa};
 use cxrlake_mimic_cxr_vqa::bank::{Bank, mentions_heart};
 use serde_json::json;
 
-use crate::common::{localized_lake, number, pipeline, run_stage, strings};
+use crate::common::{graph_lake, localized_lake, number, pipeline, run_stage, strings};
 use crate::llm_server::ExtractionServer;
 
 const FLAVOUR: (&str, &str) = ("flavours", "mimic_cxr_vqa");
@@ -293,10 +293,7 @@ async fn llm_mimic_cxr_vqa_flags_lints_quarantines_and_caches() {
     let server = ExtractionServer::start_answering(vqa_answer, Duration::ZERO, usize::MAX).await;
     let endpoint = server.endpoint();
     let dir = tempfile::tempdir().expect("tempdir");
-    let (lake, _) = localized_lake(dir.path(), 16, 3).await;
-    for stage in ["map", "graph"] {
-        run_stage(&lake, stage, &[]).await;
-    }
+    let (lake, _) = graph_lake(dir.path(), 16, 3).await;
     let settings = [
         FLAVOUR,
         ("generator", "llm"),
