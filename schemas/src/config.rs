@@ -84,6 +84,15 @@ extensions_options! {
         /// MIMIC-CXR-VQA: reports in the judge's QC sample (all their QA pairs are judged;
         /// seeded by `seed`); 0 judges every report.
         pub vqa_qc_reports: usize, default = 1000
+        /// ReXVQA: characters an MCQ's explanation needs to pass validator v3 (the paper sets a
+        /// minimum length without giving it).
+        pub rexvqa_min_explanation: usize, default = 40
+        /// ReXVQA: embedding cosine similarity at which an MCQ nearly repeats an earlier MCQ of
+        /// the same study and is filtered (paper: 0.9; embedder: `embedder`).
+        pub rexvqa_duplicate_threshold: f64, default = 0.9
+        /// ReXVQA: MCQs per 1,000 in the stratified QC sample, even across the difficulty tiers
+        /// (paper: 100).
+        pub rexvqa_qc_per_1000: usize, default = 100
     }
 }
 

@@ -11,6 +11,7 @@ pub mod pipeline;
 pub mod quality;
 pub mod rating;
 pub mod reference;
+pub mod rexvqa;
 pub mod sources;
 pub mod types;
 
@@ -282,6 +283,46 @@ pub const TABLES: &[TableDef] = &[
         deletion_vectors: false,
         doc: "MIMIC-CXR-VQA: human (and other) ratings of QA pairs per rubric",
         schema: mimic_cxr_vqa::mimic_cxr_vqa_ratings,
+    },
+    TableDef {
+        name: "rexvqa_bullets",
+        key: &["study_id"],
+        replace_by: Some("study_id"),
+        deletion_vectors: false,
+        doc: "ReXVQA: each study's report as a structured bullet list",
+        schema: rexvqa::rexvqa_bullets,
+    },
+    TableDef {
+        name: "rexvqa_mcq",
+        key: &["mcq_id"],
+        replace_by: Some("study_id"),
+        deletion_vectors: false,
+        doc: "ReXVQA: every generated MCQ with its structural validators v1-v4",
+        schema: rexvqa::rexvqa_mcq,
+    },
+    TableDef {
+        name: "rexvqa_judgements",
+        key: &["mcq_id", "judge"],
+        replace_by: Some("study_id"),
+        deletion_vectors: false,
+        doc: "ReXVQA: content validators c1-c3 of the structurally valid MCQs",
+        schema: rexvqa::rexvqa_judgements,
+    },
+    TableDef {
+        name: "rexvqa_questions",
+        key: &["mcq_id"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "ReXVQA: every MCQ with V(Q), PHI, near-duplicate and QC-sample columns; kept = exported",
+        schema: rexvqa::rexvqa_questions,
+    },
+    TableDef {
+        name: "rexvqa_taxonomy",
+        key: &["id"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "ReXVQA: the condition taxonomy of table A2 (categories, subcategories, synonyms)",
+        schema: rexvqa::rexvqa_taxonomy,
     },
     TableDef {
         name: "eval_labels",

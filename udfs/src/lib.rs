@@ -20,6 +20,7 @@ pub mod mimic_cxr_vqa;
 pub mod qa;
 pub mod rating;
 pub mod release;
+pub mod rexvqa;
 mod rows;
 pub mod unnest;
 
@@ -36,6 +37,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
     vec![
         Arc::new(ScalarUDF::from(rating::RatingRankFunc::new())),
         Arc::new(ScalarUDF::from(mimic_cxr_vqa::MimicCxrVqaHeartFunc::new())),
+        Arc::new(ScalarUDF::from(rexvqa::RexvqaPhiFunc::new())),
         Arc::new(ScalarUDF::from(rating::ToRatingFunc::new())),
         Arc::new(ScalarUDF::from(rating::ReleaseRatingFunc::new())),
         Arc::new(ScalarUDF::from(release::KeepImagesFunc::new())),

@@ -1304,6 +1304,16 @@ pub struct SettingsArgs {
     /// MIMIC-CXR-VQA: reports in the judge's QC sample; 0 for all [key: vqa_qc_reports]
     #[arg(long, value_name = "N")]
     pub vqa_qc_reports: Option<usize>,
+    /// ReXVQA: characters an explanation needs (validator v3) [key: rexvqa_min_explanation]
+    #[arg(long, value_name = "N")]
+    pub rexvqa_min_explanation: Option<usize>,
+    /// ReXVQA: cosine similarity at which an MCQ nearly repeats an earlier one of its study
+    /// [key: rexvqa_duplicate_threshold]
+    #[arg(long, value_name = "COSINE")]
+    pub rexvqa_duplicate_threshold: Option<f64>,
+    /// ReXVQA: MCQs per 1,000 in the stratified QC sample [key: rexvqa_qc_per_1000]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=1000))]
+    pub rexvqa_qc_per_1000: Option<u64>,
     /// Patients per chunk (bounds memory; one commit per chunk) [key: chunk_patients; default:
     /// localize 500, map 5000, graph 2000, qa/judge/grade 100]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -1371,6 +1381,18 @@ impl SettingsArgs {
             ),
             ("vqa_lint", self.vqa_lint.clone()),
             ("vqa_qc_reports", self.vqa_qc_reports.map(|n| n.to_string())),
+            (
+                "rexvqa_min_explanation",
+                self.rexvqa_min_explanation.map(|n| n.to_string()),
+            ),
+            (
+                "rexvqa_duplicate_threshold",
+                self.rexvqa_duplicate_threshold.map(|v| v.to_string()),
+            ),
+            (
+                "rexvqa_qc_per_1000",
+                self.rexvqa_qc_per_1000.map(|n| n.to_string()),
+            ),
             ("chunk_patients", self.chunk_patients.map(|n| n.to_string())),
             (
                 "allow_remote_llm",

@@ -35,6 +35,13 @@ pub const FLAVOURS: &[Flavour] = &[
           linter, four-rubric judge on a QC sample of reports",
         stages: crate::mimic_cxr_vqa::stages,
     },
+    Flavour {
+        name: "rexvqa",
+        doc: "ReXVQA (paper 003): each report as a bullet list, four-option MCQs with explanations \
+          over five task types, structural (v1-v4) and content (c1-c3) validators, PHI check, \
+          near-duplicate removal, balanced answer positions, stratified QC sample",
+        stages: crate::rexvqa::stages,
+    },
 ];
 
 /// The flavours `names` (comma separated) selects; an unknown name lists the flavours.
@@ -78,9 +85,9 @@ mod tests {
             .collect();
         assert_eq!(names, ["gemex"]);
         assert!(selected("").expect("none").is_empty());
-        let err = selected("gemex,rexvqa").expect_err("unknown").to_string();
+        let err = selected("gemex,vqa_rad").expect_err("unknown").to_string();
         assert!(
-            err.contains("unknown flavour 'rexvqa'") && err.contains("gemex"),
+            err.contains("unknown flavour 'vqa_rad'") && err.contains("rexvqa"),
             "{err}"
         );
         assert_eq!(owning("gemex_generate").map(|f| f.name), Some("gemex"));

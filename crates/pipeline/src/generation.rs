@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cxrlake_generate::GenerationTask;
+use cxrlake_generate::{GenerationTask, PromptSet};
 use cxrlake_llm::LlmClient;
 use cxrlake_udfs::generate::{GenerateFunc, LlmGenerateFunc};
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
@@ -16,7 +16,7 @@ use datafusion::logical_expr::ScalarUDF;
 use datafusion::logical_expr::async_udf::AsyncScalarUDF;
 use datafusion::prelude::SessionContext;
 
-use crate::error::Result;
+use crate::error::{PipelineError, Result};
 use crate::llm_calls::{cached_client, llm_metrics, refuse_if_every_call_failed};
 use crate::pipeline::Pipeline;
 use crate::scope::Scope;
@@ -37,6 +37,22 @@ pub(crate) fn generator_id(
         ),
         _ => task.offline_id().to_string(),
     })
+}
+
+/// A flavour's prompts: `<folder>/` of `cxrlake.flavour_prompts` when set, else `embedded`;
+/// `label` names the flavour in errors.
+pub(crate) fn flavour_prompts(
+    pipeline: &Pipeline,
+    folder: &str,
+    embedded: fn() -> cxrlake_generate::Result<PromptSet>,
+    label: &str,
+) -> Result<Arc<PromptSet>> {
+    let prompts = match crate::settings::path(&pipeline.config().flavour_prompts) {
+        Some(dir) => PromptSet::load(&dir.join(folder)),
+        None => embedded(),
+    }
+    .map_err(|e| PipelineError::Config(format!("{label} prompts: {e}")))?;
+    Ok(Arc::new(prompts))
 }
 
 /// A task bound to its backend: the SQL function (named as the task) and, for an LLM, the

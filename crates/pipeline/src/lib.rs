@@ -30,6 +30,7 @@ mod pipeline;
 mod progress;
 pub mod qa;
 pub mod refdefs;
+pub mod rexvqa;
 mod runner;
 pub mod scope;
 pub mod settings;

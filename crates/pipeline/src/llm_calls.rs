@@ -402,8 +402,12 @@ pub(crate) fn llm_metrics(stats: &cxrlake_llm::CallStats) -> crate::stage::Metri
     ])
 }
 
-/// `; LLM: N requests, …` of a report with [`llm_metrics`].
+/// `; LLM: N requests, …` of a report with [`llm_metrics`]; empty for a report without (an
+/// offline run).
 pub(crate) fn describe_llm(report: &crate::stage::StageReport) -> String {
+    if !report.metrics.contains_key("llm_requested") {
+        return String::new();
+    }
     format!(
         "; LLM: {} requests, {} from llm_calls, {} sent{}, {} retries, {} failed, {} prompt + {} \
          completion tokens",

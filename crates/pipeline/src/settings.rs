@@ -47,6 +47,9 @@ pub const RESULT_KEYS: &[&str] = &[
     "vqa_paper_typos",
     "vqa_lint",
     "vqa_qc_reports",
+    "rexvqa_min_explanation",
+    "rexvqa_duplicate_threshold",
+    "rexvqa_qc_per_1000",
 ];
 
 /// Settings that name a folder or file: stored as absolute paths, checked when reused.

@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use crate::Result;
 use crate::offline::Bullet;
-use crate::text::words;
+use crate::text::{ANATOMY_NOUNS, BOTH_SIDES, words};
 
 /// The SQL function name of the judge.
 pub const TASK_NAME: &str = "rexvqa_judge";
@@ -270,11 +270,13 @@ impl GenerationTask for JudgeTask {
     }
 }
 
-/// The content words of `text`: not scaffolding, three letters or more.
+/// The content words of `text`: not scaffolding nor anatomy nouns, three letters or more.
 fn content(text: &str) -> Vec<String> {
     words(text)
         .into_iter()
-        .filter(|w| w.len() >= 3 && !STOP.contains(&w.as_str()))
+        .filter(|w| {
+            w.len() >= 3 && !STOP.contains(&w.as_str()) && !ANATOMY_NOUNS.contains(&w.as_str())
+        })
         .collect()
 }
 
@@ -302,23 +304,23 @@ fn stance(bullet: &[String], terms: &[String]) -> Option<bool> {
     Some(!negated)
 }
 
-/// An option read as a claim: the terms it speaks of and whether it affirms them.
-fn claim(option: &str) -> (Vec<String>, bool) {
+/// An option read as a claim: the alternative sets of terms it speaks of (any one set said is
+/// the claim said) and whether it affirms them.
+fn claim(option: &str) -> (Vec<Vec<String>>, bool) {
     let lower = option.to_lowercase();
     let negative = ["no ", "none", "neither", "not "]
         .iter()
         .any(|n| lower.starts_with(n) || lower.contains(&format!(" {n}")));
-    let mut terms = content(option);
-    if terms.is_empty() {
-        // Sides as options: "Both sides" is bilateral.
-        terms = match words(option).first().map(String::as_str) {
-            Some("left") => vec!["left".into()],
-            Some("right") => vec!["right".into()],
-            Some("both") => vec!["bilateral".into()],
-            _ => Vec::new(),
-        };
-    }
-    (terms, !negative)
+    let terms = content(option);
+    let alternatives = if !terms.is_empty() {
+        vec![terms]
+    } else if words(option).first().is_some_and(|w| w == "both") {
+        // "Both sides": bilateral, both, bibasilar, …
+        BOTH_SIDES.iter().map(|w| vec![w.to_string()]).collect()
+    } else {
+        Vec::new()
+    };
+    (alternatives, !negative)
 }
 
 /// The offline verdict on one MCQ.
@@ -338,9 +340,21 @@ fn heuristic(row: &JudgeInput) -> ContentRecord {
         reasons.push("c1: the question names nothing of this radiograph".into());
     }
 
-    let correct_terms = content(row.correct());
-    let gives_away = !correct_terms.is_empty()
-        && correct_terms.iter().all(|t| question_words.contains(t))
+    // The correct option's distinguishing words (not in every other option) all in the question.
+    let index = row.answer_index.unwrap_or(0) as usize;
+    let others: Vec<Vec<String>> = row
+        .options
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != index)
+        .map(|(_, o)| content(o))
+        .collect();
+    let distinguishing: Vec<String> = content(row.correct())
+        .into_iter()
+        .filter(|t| !others.iter().all(|o| o.contains(t)))
+        .collect();
+    let gives_away = !distinguishing.is_empty()
+        && distinguishing.iter().all(|t| question_words.contains(t))
         && !question.contains("absent");
     let yes_no = row.options.iter().all(|o| {
         matches!(words(o).first().map(String::as_str), Some("yes" | "no")) && words(o).len() == 1
@@ -374,7 +388,11 @@ fn heuristic(row: &JudgeInput) -> ContentRecord {
     let asks_absent = ["absent", " not ", "except", "excluded", "ruled out"]
         .iter()
         .any(|n| question.contains(n));
-    let affirmed = |terms: &[String]| relevant.iter().any(|b| stance(b, terms) == Some(true));
+    let affirmed = |alternatives: &[Vec<String>]| {
+        alternatives
+            .iter()
+            .any(|terms| relevant.iter().any(|b| stance(b, terms) == Some(true)))
+    };
     // Holds: what the option claims is what the bullets say.
     let holds = |option: &str| {
         let (terms, positive) = claim(option);
@@ -384,11 +402,10 @@ fn heuristic(row: &JudgeInput) -> ContentRecord {
             !affirmed(&terms)
         }
     };
-    let index = row.answer_index.unwrap_or(0) as usize;
     let correct_holds = if asks_absent {
         !affirmed(&claim(row.correct()).0)
     } else if row.task_type == "differential_diagnosis" {
-        holds(row.correct()) || (!anchor.is_empty() && affirmed(&anchor))
+        holds(row.correct()) || (!anchor.is_empty() && affirmed(std::slice::from_ref(&anchor)))
     } else {
         holds(row.correct())
     };

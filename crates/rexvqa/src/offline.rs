@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::taxonomy::{Normalized, Taxonomy};
-use crate::text::{capitalize, contains_phrase, sentence, words};
+use crate::text::{ANATOMY_NOUNS, BOTH_SIDES, capitalize, contains_phrase, sentence, words};
 
 /// A finding of the reference definitions.
 #[derive(Debug, Clone, Default)]
@@ -131,6 +131,21 @@ pub struct Bullet {
     pub text: String,
 }
 
+/// Whether a bullet names the fact's finding.
+fn stated(fact: &Fact, bullets: &[Bullet]) -> bool {
+    bullets
+        .iter()
+        .any(|b| contains_phrase(&words(&b.text), &fact.finding))
+}
+
+/// The words that name a region: its name without the anatomy nouns.
+fn naming_words(region: &str) -> Vec<String> {
+    words(region)
+        .into_iter()
+        .filter(|w| !ANATOMY_NOUNS.contains(&w.as_str()))
+        .collect()
+}
+
 /// The generator over the reference definitions and the taxonomy.
 #[derive(Debug)]
 pub struct Generator<'a> {
@@ -192,7 +207,11 @@ impl<'a> Generator<'a> {
     pub fn generate(&self, study: &str, facts: &[Fact], bullets: &[Bullet]) -> Vec<Value> {
         let positives: Vec<&Fact> = facts
             .iter()
-            .filter(|f| f.is_positive() && self.catalog.findings.contains_key(&f.finding))
+            .filter(|f| {
+                f.is_positive()
+                    && self.catalog.findings.contains_key(&f.finding)
+                    && stated(f, bullets)
+            })
             .collect();
         let present: BTreeSet<&str> = positives.iter().map(|f| f.finding.as_str()).collect();
         let mut out = Vec::new();
@@ -330,7 +349,11 @@ impl<'a> Generator<'a> {
         ];
         let negated: Vec<String> = facts
             .iter()
-            .filter(|f| f.is_negative() && self.catalog.findings.contains_key(&f.finding))
+            .filter(|f| {
+                f.is_negative()
+                    && self.catalog.findings.contains_key(&f.finding)
+                    && stated(f, bullets)
+            })
             .map(|f| f.finding.clone())
             .collect();
         let mut distractors = negated.clone();
@@ -375,11 +398,15 @@ impl<'a> Generator<'a> {
 
     fn location(&self, study: &str, positives: &[&Fact], bullets: &[Bullet]) -> Option<Value> {
         positives.iter().find_map(|fact| {
-            let region = fact
-                .regions
-                .iter()
-                .map(RegionRef::name)
-                .find(|r| self.catalog.regions.contains_key(*r))?;
+            let statement = words(&self.statement(fact, bullets));
+            let finding = words(&fact.finding);
+            let region = fact.regions.iter().map(RegionRef::name).find(|r| {
+                let named = naming_words(r);
+                self.catalog.regions.contains_key(*r)
+                    && !named.is_empty()
+                    && named.iter().all(|w| statement.contains(w))
+                    && !named.iter().all(|w| finding.contains(w))
+            })?;
             let entry = &self.catalog.regions[region];
             let own: BTreeSet<&str> = fact.regions.iter().map(RegionRef::name).collect();
             let mut candidates: Vec<String> = entry.counterpart.iter().cloned().collect();
@@ -422,13 +449,13 @@ impl<'a> Generator<'a> {
         let negated = facts.iter().find(|f| {
             f.is_negative()
                 && self.catalog.findings.contains_key(&f.finding)
+                && stated(f, bullets)
                 && !positives.iter().any(|p| p.finding == f.finding)
         })?;
         let statement = self.statement(negated, bullets);
         let negation = self.taxonomy.normalize("negation", "absence of disease");
-        if positives.len() >= 3 {
-            let present = shuffled(study, positives.iter().map(|p| p.finding.clone()));
-            let present = &present[..3];
+        let present = shuffled(study, positives.iter().map(|p| p.finding.clone()));
+        if let Some(present) = present.get(..3) {
             let mut options = vec![capitalize(&negated.finding)];
             options.extend(present.iter().map(|p| capitalize(p)));
             return Some(mcq(
@@ -524,6 +551,14 @@ impl<'a> Generator<'a> {
                     .map(|r| r.laterality.as_str())
                     .find(|l| matches!(*l, "left" | "right" | "bilateral"))?,
             };
+            let statement = words(&self.statement(fact, bullets));
+            let said = match side {
+                "bilateral" => statement.iter().any(|w| BOTH_SIDES.contains(&w.as_str())),
+                side => statement.iter().any(|w| w == side),
+            };
+            if !said {
+                return None;
+            }
             let correct = match side {
                 "left" => "Left",
                 "right" => "Right",

@@ -1,5 +1,26 @@
 //! Word-level helpers of the offline generator and the heuristic judge.
 
+/// Nouns that name where in the chest without saying which part: a region is named by its
+/// other words (`left lower lung zone` by "left lower").
+pub(crate) const ANATOMY_NOUNS: &[&str] = &[
+    "lung",
+    "lungs",
+    "zone",
+    "zones",
+    "lobe",
+    "lobes",
+    "structures",
+    "structure",
+    "space",
+    "region",
+    "field",
+    "fields",
+];
+
+/// The words that say how bilateral a statement is.
+pub(crate) const BOTH_SIDES: &[&str] =
+    &["bilateral", "both", "bibasilar", "biapical", "bilaterally"];
+
 /// The lower-case words (letters and digits) of `text`, in order.
 pub(crate) fn words(text: &str) -> Vec<String> {
     text.to_lowercase()

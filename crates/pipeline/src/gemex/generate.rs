@@ -84,10 +84,6 @@ impl Stage for Generate {
             report.seconds,
             report.rows("gemex_qa") as f64 / report.seconds.max(1e-9),
             report.metric("rejects"),
-        ) + &if report.metrics.contains_key("llm_requested") {
-            crate::llm_calls::describe_llm(report)
-        } else {
-            String::new()
-        }
+        ) + &crate::llm_calls::describe_llm(report)
     }
 }

@@ -13,7 +13,7 @@ use cxrlake_gemex::regions::Regions;
 use cxrlake_generate::{GenerationTask, PromptSet};
 
 use crate::error::{PipelineError, Result};
-use crate::generation::generator_id;
+use crate::generation::{flavour_prompts, generator_id};
 use crate::pipeline::Pipeline;
 use crate::settings;
 use crate::stage::Stage;
@@ -42,12 +42,7 @@ fn regions(pipeline: &Pipeline) -> Result<Arc<Regions>> {
 
 /// The prompts: `gemex/` of `cxrlake.flavour_prompts` when set, else the embedded ones.
 fn prompts(pipeline: &Pipeline) -> Result<Arc<PromptSet>> {
-    let prompts = match settings::path(&pipeline.config().flavour_prompts) {
-        Some(dir) => PromptSet::load(&dir.join("gemex")),
-        None => cxrlake_gemex::prompts(),
-    }
-    .map_err(|e| PipelineError::Config(format!("GEMeX prompts: {e}")))?;
-    Ok(Arc::new(prompts))
+    flavour_prompts(pipeline, "gemex", cxrlake_gemex::prompts, "GEMeX")
 }
 
 /// What both stages' fingerprints record: the region table's version and the generator.

@@ -75,10 +75,6 @@ impl Stage for Reground {
             report.rows("gemex_sentences"),
             report.seconds,
             report.metric("rejects"),
-        ) + &if report.metrics.contains_key("llm_requested") {
-            crate::llm_calls::describe_llm(report)
-        } else {
-            String::new()
-        }
+        ) + &crate::llm_calls::describe_llm(report)
     }
 }

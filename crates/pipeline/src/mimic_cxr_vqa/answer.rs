@@ -87,10 +87,6 @@ impl Stage for Answer {
             report.seconds,
             report.rows("mimic_cxr_vqa_qa") as f64 / report.seconds.max(1e-9),
             report.metric("rejects"),
-        ) + &if report.metrics.contains_key("llm_requested") {
-            crate::llm_calls::describe_llm(report)
-        } else {
-            String::new()
-        }
+        ) + &crate::llm_calls::describe_llm(report)
     }
 }

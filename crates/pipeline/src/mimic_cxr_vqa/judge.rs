@@ -87,10 +87,6 @@ impl Stage for Judge {
             report.rows("mimic_cxr_vqa_judgements"),
             report.seconds,
             report.metric("rejects"),
-        ) + &if report.metrics.contains_key("llm_requested") {
-            crate::llm_calls::describe_llm(report)
-        } else {
-            String::new()
-        }
+        ) + &crate::llm_calls::describe_llm(report)
     }
 }

@@ -19,7 +19,7 @@ pub use cxrlake_mimic_cxr_vqa::bank::Bank;
 use cxrlake_mimic_cxr_vqa::bank::FILE;
 
 use crate::error::{PipelineError, Result};
-use crate::generation::generator_id;
+use crate::generation::{flavour_prompts, generator_id};
 use crate::pipeline::Pipeline;
 use crate::settings;
 use crate::stage::Stage;
@@ -53,12 +53,12 @@ pub(crate) fn bank(pipeline: &Pipeline) -> Result<Arc<Bank>> {
 
 /// The prompts: `mimic_cxr_vqa/` of `cxrlake.flavour_prompts` when set, else the embedded ones.
 fn prompts(pipeline: &Pipeline) -> Result<Arc<PromptSet>> {
-    let prompts = match settings::path(&pipeline.config().flavour_prompts) {
-        Some(dir) => PromptSet::load(&dir.join("mimic_cxr_vqa")),
-        None => cxrlake_mimic_cxr_vqa::prompts(),
-    }
-    .map_err(|e| PipelineError::Config(format!("MIMIC-CXR-VQA prompts: {e}")))?;
-    Ok(Arc::new(prompts))
+    flavour_prompts(
+        pipeline,
+        "mimic_cxr_vqa",
+        cxrlake_mimic_cxr_vqa::prompts,
+        "MIMIC-CXR-VQA",
+    )
 }
 
 /// `cxrlake.vqa_lint`.

@@ -1,0 +1,80 @@
+//! The `rexvqa_bullets` stage (`sql/rexvqa/bullets.sql`): `rexvqa_bullets`, each report as a
+//! structured bullet list, by the LLM or offline from the report's statements (paper 003,
+//! appendix A, generation layer).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use cxrlake_rexvqa::bullets::BulletsTask;
+use cxrlake_schemas::rexvqa::bullet_fields;
+
+use crate::error::{PipelineError, Result};
+use crate::generation::{bind, generator_id};
+use crate::pipeline::Pipeline;
+use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
+
+/// The stage's declaration.
+pub static DEF: StageDef = StageDef {
+    name: "rexvqa_bullets",
+    doc: "rexvqa_bullets: each report as a structured bullet list",
+    sql: include_str!("../../../../sql/rexvqa/bullets.sql"),
+    inputs: &["reports", "sentences", "images"],
+    side_inputs: &["quarantine"],
+    outputs: &["rexvqa_bullets", "quarantine"],
+    settings: &[
+        "generator",
+        "llm_endpoint",
+        "llm_model",
+        "flavour_prompts",
+        "chunk_patients",
+    ],
+    chunking: Chunking::Patients { default: 2000 },
+    writes: Writes::Replace,
+    coverage: Coverage::PerStudy,
+    detects_changes: true,
+    reads_synonyms: false,
+};
+
+/// The `rexvqa_bullets` stage.
+#[derive(Debug)]
+pub struct Bullets;
+
+fn task(pipeline: &Pipeline) -> Result<(Arc<BulletsTask>, String)> {
+    let prompts = super::prompts(pipeline)?;
+    let version = prompts.version().to_string();
+    let task = BulletsTask::new(prompts)
+        .map_err(|e| PipelineError::Config(format!("ReXVQA bullets: {e}")))?;
+    Ok((Arc::new(task), version))
+}
+
+#[async_trait]
+impl Stage for Bullets {
+    fn def(&self) -> &'static StageDef {
+        &DEF
+    }
+
+    async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
+        let (task, version) = task(pipeline)?;
+        Ok(BTreeMap::from([(
+            "generator".into(),
+            generator_id(pipeline, task.as_ref(), &version)?,
+        )]))
+    }
+
+    async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
+        let (task, version) = task(pipeline)?;
+        let bound = bind(pipeline, task, bullet_fields(), &version, "bulleted").await?;
+        Ok(Prepared::new(vec![bound.function], Vec::new()).with_hooks(bound.hooks))
+    }
+
+    fn describe(&self, report: &StageReport) -> String {
+        format!(
+            "rexvqa_bullets ({}): {} reports as bullet lists in {:.1} s, {} rejected",
+            report.metric_text("generator"),
+            report.rows("rexvqa_bullets"),
+            report.seconds,
+            report.metric("rejects"),
+        ) + &crate::llm_calls::describe_llm(report)
+    }
+}

@@ -1,0 +1,76 @@
+//! `rexvqa_phi(text) -> list<utf8>`: the protected health information a text contains
+//! (`cxrlake_rexvqa::phi`), as `kind: matched text`; an empty list for clean text, NULL for NULL.
+//!
+//! ```sql
+//! SELECT rexvqa_phi('Discussed with Dr. Hartley on 03/14/2021.');
+//! -- [date: 03/14/2021, name: Dr. Hartley]
+//! ```
+
+use std::sync::Arc;
+
+use cxrlake_rexvqa::phi::phi;
+use datafusion::arrow::array::{Array, AsArray, ListBuilder, StringBuilder};
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::{Result, exec_err};
+use datafusion::logical_expr::{
+    ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
+};
+
+use crate::args::utf8_arg;
+use cxrlake_schemas::types::list_of;
+
+/// The `rexvqa_phi` scalar function.
+#[derive(Debug, PartialEq, Eq, Hash)]
+pub struct RexvqaPhiFunc {
+    signature: Signature,
+}
+
+impl Default for RexvqaPhiFunc {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RexvqaPhiFunc {
+    /// Creates the function: one text argument.
+    pub fn new() -> Self {
+        Self {
+            signature: Signature::any(1, Volatility::Immutable),
+        }
+    }
+}
+
+impl ScalarUDFImpl for RexvqaPhiFunc {
+    fn name(&self) -> &str {
+        "rexvqa_phi"
+    }
+
+    fn signature(&self) -> &Signature {
+        &self.signature
+    }
+
+    fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
+        Ok(list_of(DataType::Utf8))
+    }
+
+    fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
+        let args = ColumnarValue::values_to_arrays(&args.args)?;
+        if args.len() != 1 {
+            return exec_err!("rexvqa_phi takes one argument, the text");
+        }
+        let texts = utf8_arg(&args, 0, "rexvqa_phi")?;
+        let texts = texts.as_string::<i32>();
+        let mut out = ListBuilder::new(StringBuilder::new());
+        for row in 0..texts.len() {
+            if texts.is_null(row) {
+                out.append_null();
+                continue;
+            }
+            for hit in phi(texts.value(row)) {
+                out.values().append_value(hit);
+            }
+            out.append(true);
+        }
+        Ok(ColumnarValue::Array(Arc::new(out.finish())))
+    }
+}
