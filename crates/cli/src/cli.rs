@@ -143,7 +143,8 @@ pub enum Command {
         /// qa_templates, qa_balance, qa_texts, qa_answer_lengths, qa_ratings,
         /// qa_rating_aspects, judge_calls, gemex_table2, gemex_content,
         /// gemex_regions, gemex_lengths, mimic_cxr_vqa_table1, mimic_cxr_vqa_table2,
-        /// mimic_cxr_vqa_table3 or mimic_cxr_vqa_categories
+        /// mimic_cxr_vqa_table3, mimic_cxr_vqa_categories, rexvqa_validators, rexvqa_tasks,
+        /// rexvqa_categories or rexvqa_positions
         name: Option<String>,
         /// Output format
         #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -313,6 +314,19 @@ pub enum ExportCommand {
         #[arg(long = "where", value_name = "PREDICATE")]
         filter: Option<String>,
     },
+    /// The ReXVQA flavour (`run --flavour rexvqa`, paper 003): the kept MCQs (V(Q) true, no PHI,
+    /// no near-duplicate) as rexvqa/<split>.json (ReXVQA-style records: lettered options,
+    /// correct_answer, correct_answer_explanation, task_name, category, difficulty, images)
+    /// and rexvqa/<split>.parquet
+    Rexvqa {
+        /// Output folder
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Only the kept MCQs matching this SQL predicate over rexvqa_questions columns, e.g.
+        /// "difficulty = 'hard'"
+        #[arg(long = "where", value_name = "PREDICATE")]
+        filter: Option<String>,
+    },
 }
 
 impl Command {
@@ -337,7 +351,8 @@ impl ExportCommand {
             | Self::Qa { out, .. }
             | Self::Release { out, .. }
             | Self::Gemex { out, .. }
-            | Self::MimicCxrVqa { out, .. } => out,
+            | Self::MimicCxrVqa { out, .. }
+            | Self::Rexvqa { out, .. } => out,
         }
     }
 }
@@ -710,6 +725,14 @@ impl Cli {
                         let summary = cxrlake_export::export_mimic_cxr_vqa(&lake, &export).await?;
                         say(out, format_args!("{summary}"))
                     }
+                    ExportCommand::Rexvqa { out: dir, filter } => {
+                        let mut export = cxrlake_export::RexvqaExport::new(dir.clone());
+                        if let Some(filter) = filter {
+                            export = export.with_filter(filter.clone());
+                        }
+                        let summary = cxrlake_export::export_rexvqa(&lake, &export).await?;
+                        say(out, format_args!("{summary}"))
+                    }
                 }
             }
             Command::Demo(options) => demo(&lake, options, !self.quiet, out).await,
@@ -977,7 +1000,7 @@ async fn demo(
     // Every stage, incremental: a rerun of the demo on its own lake recomputes nothing.
     let pipeline = cxrlake_pipeline::Pipeline::builder(lake.clone())
         .reuse_stored_settings(false)
-        .set("cxrlake.flavours", "gemex,mimic_cxr_vqa")?
+        .set("cxrlake.flavours", "gemex,mimic_cxr_vqa,rexvqa")?
         .progress(progress)
         .open()
         .await?;
@@ -1021,6 +1044,11 @@ async fn demo(
             "{}\n",
             cxrlake_export::export_mimic_cxr_vqa(lake, &vqa).await?
         ),
+    )?;
+    let rexvqa = cxrlake_export::RexvqaExport::new(&options.flavours);
+    say(
+        out,
+        format_args!("{}\n", cxrlake_export::export_rexvqa(lake, &rexvqa).await?),
     )?;
 
     let truth = options.corpus.join("ground_truth.jsonl");
@@ -1117,6 +1145,23 @@ async fn demo(
         ),
     )?;
     sql(lake, stat("mimic_cxr_vqa_table3"), Format::Table, None, out).await?;
+    say(
+        out,
+        format_args!("\nReXVQA validators and filters (sql/stats/rexvqa_validators.sql):"),
+    )?;
+    sql(lake, stat("rexvqa_validators"), Format::Table, None, out).await?;
+    say(
+        out,
+        format_args!(
+            "\nReXVQA kept MCQs per task type and difficulty (sql/stats/rexvqa_tasks.sql):"
+        ),
+    )?;
+    sql(lake, stat("rexvqa_tasks"), Format::Table, None, out).await?;
+    say(
+        out,
+        format_args!("\nReXVQA correct-answer positions (sql/stats/rexvqa_positions.sql):"),
+    )?;
+    sql(lake, stat("rexvqa_positions"), Format::Table, None, out).await?;
     say(out, format_args!("\nreference vocabulary by category:"))?;
     let query = "SELECT category, count(*) AS findings, sum(array_length(synonyms)) AS synonyms \
                  FROM ref_findings GROUP BY category ORDER BY category";
@@ -1136,7 +1181,7 @@ fn stat(name: &str) -> &'static str {
 }
 
 /// The statistics of `sql/stats/`, by name.
-pub const STATS: [(&str, &str); 15] = [
+pub const STATS: [(&str, &str); 19] = [
     (
         "qa_templates",
         include_str!("../../../sql/stats/qa_templates.sql"),
@@ -1193,6 +1238,22 @@ pub const STATS: [(&str, &str); 15] = [
     (
         "mimic_cxr_vqa_categories",
         include_str!("../../../sql/stats/mimic_cxr_vqa_categories.sql"),
+    ),
+    (
+        "rexvqa_validators",
+        include_str!("../../../sql/stats/rexvqa_validators.sql"),
+    ),
+    (
+        "rexvqa_tasks",
+        include_str!("../../../sql/stats/rexvqa_tasks.sql"),
+    ),
+    (
+        "rexvqa_categories",
+        include_str!("../../../sql/stats/rexvqa_categories.sql"),
+    ),
+    (
+        "rexvqa_positions",
+        include_str!("../../../sql/stats/rexvqa_positions.sql"),
     ),
 ];
 
@@ -1482,8 +1543,8 @@ pub struct DemoOptions {
     /// exports/B_frontal, quality_mappings.csv, README.md; see `cxrlake export release`)
     #[arg(long, value_name = "DIR", default_value = "release")]
     pub release: PathBuf,
-    /// Where the other flavours' exports are written (gemex/ and llava/; see `cxrlake export
-    /// gemex`)
+    /// Where the other flavours' exports are written (gemex/, llava/, mimic_cxr_vqa/ and
+    /// rexvqa/; see `cxrlake export gemex`, `mimic-cxr-vqa` and `rexvqa`)
     #[arg(long, value_name = "DIR", default_value = "flavours")]
     pub flavours: PathBuf,
 }

@@ -10,6 +10,8 @@ fn stage_of(table: &str) -> &'static str {
     match table.split('.').next().unwrap_or(table) {
         "qa" => "qa",
         "gemex_qa" => "--flavour gemex gemex_generate",
+        "mimic_cxr_vqa_qa" => "--flavour mimic_cxr_vqa mimic_cxr_vqa_answer",
+        "rexvqa_questions" => "--flavour rexvqa rexvqa_filter",
         _ => "graph",
     }
 }

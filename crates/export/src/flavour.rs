@@ -1,17 +1,94 @@
-//! What the flavour exports (`gemex.rs`, `mimic_cxr_vqa.rs`) share: a table streamed as one JSON
-//! object per row, the split a row's files go to, the error naming a row that cannot be
-//! exported, and the summary of the files written per split.
+//! What the flavour exports (`gemex.rs`, `mimic_cxr_vqa.rs`, `rexvqa.rs`) share: a table
+//! streamed as one JSON object per row, the split a row's files go to, the error naming a row
+//! that cannot be exported, the JSON and Parquet files per split, and their summary.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use datafusion::arrow::json::LineDelimitedWriter;
-use datafusion::prelude::DataFrame;
+use datafusion::dataframe::DataFrameWriteOptions;
+use datafusion::prelude::{DataFrame, col, lit};
 use futures::StreamExt;
 use serde_json::Value;
 
 use crate::error::{ExportError, Result};
-use crate::files::JsonArray;
+use crate::files::{JsonArray, create_folder, hidden_temp, image_path};
+
+/// What [`write_splits`] writes: the flavour and its rows' unit, the table's name for errors.
+pub(crate) struct SplitExport<'a> {
+    /// The flavour (`mimic_cxr_vqa`, `rexvqa`): the folder and the summary's name.
+    pub flavour: &'static str,
+    /// What a row is (`QA pairs`, `MCQs`).
+    pub unit: &'static str,
+    /// The table read (named in errors).
+    pub table: &'static str,
+    /// The export's root folder.
+    pub out_dir: &'a Path,
+}
+
+/// Writes `frame`'s rows under `out_dir/<flavour>/`: `<split>.json`, a JSON array of `render`ed
+/// records, and `<split>.parquet`, the rows themselves (rows without a split go to `none`).
+/// Files are written to hidden temporary files and renamed into place when complete.
+pub(crate) async fn write_splits(
+    frame: DataFrame,
+    export: SplitExport<'_>,
+    mut render: impl FnMut(&Value) -> std::result::Result<Value, String>,
+) -> Result<SplitFiles> {
+    let started = Instant::now();
+    let dir = export.out_dir.join(export.flavour);
+    create_folder(&dir)?;
+    let mut outputs: BTreeMap<String, JsonArray> = BTreeMap::new();
+    let mut splits: BTreeMap<String, usize> = BTreeMap::new();
+    let mut row = 0;
+    each_json_row(frame.clone(), |value| {
+        let rendered =
+            render(&value).map_err(|reason| record_error(export.table, row, &value, reason))?;
+        row += 1;
+        let split = split_of(&value);
+        if !outputs.contains_key(&split) {
+            let target = dir.join(format!("{split}.json"));
+            outputs.insert(split.clone(), JsonArray::open(target)?);
+        }
+        if let Some(output) = outputs.get_mut(&split) {
+            output.record(&rendered)?;
+        }
+        *splits.entry(split).or_default() += 1;
+        Ok(())
+    })
+    .await?;
+    let (mut files, mut bytes) = finish_all(outputs.into_values())?;
+    for split in splits.keys() {
+        let target = dir.join(format!("{split}.parquet"));
+        let temp = hidden_temp(&target)?;
+        let rows = if split == "none" {
+            frame.clone().filter(col("split").is_null())?
+        } else {
+            frame.clone().filter(col("split").eq(lit(split.as_str())))?
+        };
+        rows.write_parquet(
+            &temp.to_string_lossy(),
+            DataFrameWriteOptions::new().with_single_file_output(true),
+            None,
+        )
+        .await?;
+        let io = |path: &PathBuf| {
+            let path = path.clone();
+            move |source| ExportError::Io { path, source }
+        };
+        std::fs::rename(&temp, &target).map_err(io(&target))?;
+        bytes += std::fs::metadata(&target).map_err(io(&target))?.len();
+        files.push(target);
+    }
+    Ok(SplitFiles {
+        flavour: export.flavour,
+        unit: export.unit,
+        splits,
+        files,
+        bytes,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
 
 /// What a flavour export wrote.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +148,28 @@ pub(crate) async fn each_json_row(
         }
     }
     Ok(())
+}
+
+/// A row's `images` (`{image_id, view_position}`) as exported: with the path MIMIC-CXR-JPG
+/// stores each under (`files/pXX/pXXXXXXXX/sXXXXXXXX/<image_id>.jpg`).
+pub(crate) fn study_images(row: &Value) -> Vec<Value> {
+    let text = |key: &str| row.get(key).and_then(Value::as_str).unwrap_or_default();
+    row.get("images")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|image| {
+            let image_id = image
+                .get("image_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            serde_json::json!({
+                "image_id": image_id,
+                "view_position": image.get("view_position").cloned().unwrap_or(Value::Null),
+                "path": image_path(text("patient_id"), text("study_id"), image_id),
+            })
+        })
+        .collect()
 }
 
 /// The split of a row's files: its `split`, or `none`.

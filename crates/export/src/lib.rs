@@ -3,7 +3,8 @@
 //! `qa` table as one JSON file per study shaped as D.2, and whole releases ([`release`]):
 //! the FT/PT/A+/A++ subsets (frontal images only) as Parquet and in the PhysioNet layout
 //! (zips of these JSON files, seven flat metadata tables, `quality_mappings.csv`). [`gemex`]
-//! writes the GEMeX flavour's `gemex_qa` table as GEMeX JSON and LLaVA instruction data;
+//! writes the GEMeX flavour's `gemex_qa` table as GEMeX JSON and LLaVA instruction data,
+//! [`mimic_cxr_vqa`] and [`rexvqa`] those flavours' tables as JSON and Parquet per split;
 //! [`import`] reads a release back into a lake.
 //!
 //! ```text
@@ -70,6 +71,7 @@ mod layout;
 pub mod mimic_cxr_vqa;
 pub mod qa;
 pub mod release;
+pub mod rexvqa;
 mod scan;
 pub mod scene_graphs;
 mod sink;
@@ -86,6 +88,7 @@ pub use qa::{QA_SUFFIX, QaExport, export_qa, qa_path};
 pub use release::{
     ReleaseExport, ReleaseFormat, ReleaseSummary, Subset, export_release, quality_mappings_csv,
 };
+pub use rexvqa::{RexvqaExport, RexvqaSummary, export_rexvqa};
 pub use scene_graphs::{
     SCENE_GRAPH_SUFFIX, SceneGraphExport, export_scene_graphs, scene_graph_json, study_path,
 };

@@ -33,7 +33,7 @@ pub static DEF: StageDef = StageDef {
     writes: Writes::Replace,
     coverage: Coverage::PerStudy,
     detects_changes: true,
-    reads_synonyms: false,
+    reads_synonyms: true,
 };
 
 /// The `rexvqa_bullets` stage.

@@ -34,7 +34,7 @@ pub static DEF: StageDef = StageDef {
     writes: Writes::Replace,
     coverage: Coverage::Dataset,
     detects_changes: false,
-    reads_synonyms: false,
+    reads_synonyms: true,
 };
 
 /// The `rexvqa_filter` stage.

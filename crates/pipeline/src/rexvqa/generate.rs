@@ -37,7 +37,7 @@ pub static DEF: StageDef = StageDef {
     writes: Writes::Replace,
     coverage: Coverage::PerStudy,
     detects_changes: true,
-    reads_synonyms: false,
+    reads_synonyms: true,
 };
 
 /// The `rexvqa_generate` stage.

@@ -11,4 +11,5 @@ mod llm_server;
 mod localize;
 mod mimic_cxr_vqa;
 mod qa;
+mod rexvqa;
 mod toy;
