@@ -439,6 +439,8 @@ impl Pipeline {
         self.prompts()?;
         self.judge()?;
         crate::extract::extractor_id(self)?;
+        crate::mimic_cxr_vqa::lint_policy(self)?;
+        crate::rexvqa::duplicate_threshold(self)?;
         let flavours = !self.config().flavours.is_empty();
         if let Some(llm) = self.llm()?
             && (self.config().extractor == "llm"

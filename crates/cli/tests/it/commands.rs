@@ -888,3 +888,93 @@ fn chrono_like_now() -> String {
         .expect("date");
     String::from_utf8_lossy(&output.stdout).trim().to_string()
 }
+
+#[test]
+fn rexvqa_runs_checks_its_settings_reports_and_exports_kept_mcqs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = ingested_lake(dir.path(), 12, 6);
+    let bad = cxrlake(
+        &lake,
+        &[
+            "run",
+            "--flavour",
+            "rexvqa",
+            "--rexvqa-duplicate-threshold",
+            "1.5",
+        ],
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", stdout(&bad));
+    assert!(
+        stderr(&bad).contains("cxrlake.rexvqa_duplicate_threshold = 1.5"),
+        "{}",
+        stderr(&bad)
+    );
+    let run = ok(cxrlake(
+        &lake,
+        &[
+            "run",
+            "--flavour",
+            "rexvqa",
+            "--rexvqa-duplicate-threshold",
+            "0.9",
+        ],
+    ));
+    assert!(
+        run.contains("rexvqa_generate (offline-rexvqa-mcq-1)") && run.contains("rexvqa_filter"),
+        "{run}"
+    );
+
+    let validators = ok(cxrlake(
+        &lake,
+        &["stats", "rexvqa_validators", "--format", "csv"],
+    ));
+    assert!(
+        validators.starts_with("check_name,checked,passed,failed,pass_percent\nv1 schema,"),
+        "{validators}"
+    );
+    let positions = ok(cxrlake(
+        &lake,
+        &["stats", "rexvqa_positions", "--format", "csv"],
+    ));
+    assert_eq!(positions.lines().count(), 5, "{positions}");
+
+    let out = dir.path().join("out");
+    let out_arg = out.to_str().expect("utf8");
+    let export = ok(cxrlake(
+        &lake,
+        &[
+            "export",
+            "rexvqa",
+            "--out",
+            out_arg,
+            "--where",
+            "difficulty = 'hard'",
+        ],
+    ));
+    assert!(
+        export.contains("rexvqa:") && export.contains("MCQs"),
+        "{export}"
+    );
+    let text = std::fs::read_to_string(out.join("rexvqa/train.json")).expect("train.json");
+    let records: Vec<serde_json::Value> = serde_json::from_str(&text).expect("json array");
+    assert!(!records.is_empty());
+    assert!(records.iter().all(|r| r["difficulty"] == "hard"), "{text}");
+    assert!(out.join("rexvqa/train.parquet").is_file());
+    let none = cxrlake(
+        &lake,
+        &[
+            "export",
+            "rexvqa",
+            "--out",
+            out_arg,
+            "--where",
+            "difficulty = 'trivial'",
+        ],
+    );
+    assert_ne!(none.status.code(), Some(0));
+    assert!(
+        stderr(&none).contains("no row of rexvqa_questions matches"),
+        "{}",
+        stderr(&none)
+    );
+}

@@ -62,7 +62,7 @@ fn prompts(pipeline: &Pipeline) -> Result<Arc<PromptSet>> {
 }
 
 /// `cxrlake.vqa_lint`.
-fn lint_policy(pipeline: &Pipeline) -> Result<LintPolicy> {
+pub(crate) fn lint_policy(pipeline: &Pipeline) -> Result<LintPolicy> {
     let name = pipeline.config().vqa_lint.as_str();
     LintPolicy::parse(name).ok_or_else(|| {
         PipelineError::Config(format!(

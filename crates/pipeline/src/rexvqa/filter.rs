@@ -9,7 +9,7 @@ use cxrlake_udfs::rexvqa::RexvqaTaxonomyFunc;
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::ScalarUDF;
 
-use crate::error::{PipelineError, Result};
+use crate::error::Result;
 use crate::pipeline::Pipeline;
 use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
 
@@ -61,13 +61,7 @@ impl Stage for Filter {
         let taxonomy = super::taxonomy(pipeline)?;
         let version = taxonomy.version().to_string();
         let config = pipeline.config();
-        let threshold = config.rexvqa_duplicate_threshold;
-        if !(0.0..=1.0).contains(&threshold) {
-            return Err(PipelineError::Config(format!(
-                "cxrlake.rexvqa_duplicate_threshold = {threshold}: a cosine similarity between \
-                 0 and 1 (the paper uses 0.9)"
-            )));
-        }
+        let threshold = super::duplicate_threshold(pipeline)?;
         Ok(Prepared::new(
             vec![ScalarUDF::from(RexvqaTaxonomyFunc::new(taxonomy))],
             vec![

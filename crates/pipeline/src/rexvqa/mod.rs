@@ -58,6 +58,19 @@ fn prompts(pipeline: &Pipeline) -> Result<Arc<PromptSet>> {
     flavour_prompts(pipeline, "rexvqa", cxrlake_rexvqa::prompts, "ReXVQA")
 }
 
+/// `cxrlake.rexvqa_duplicate_threshold`, a cosine similarity between 0 and 1.
+pub(crate) fn duplicate_threshold(pipeline: &Pipeline) -> Result<f64> {
+    let threshold = pipeline.config().rexvqa_duplicate_threshold;
+    if (0.0..=1.0).contains(&threshold) {
+        Ok(threshold)
+    } else {
+        Err(PipelineError::Config(format!(
+            "cxrlake.rexvqa_duplicate_threshold = {threshold}: a cosine similarity between 0 and \
+             1 (the paper uses 0.9)"
+        )))
+    }
+}
+
 /// What the offline generator draws options from: the findings and regions of `defs`.
 pub fn catalog(defs: &RefDefs) -> Catalog {
     let names = |names: &[cxrlake_refdefs::model::Name]| -> Vec<String> {
