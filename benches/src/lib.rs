@@ -74,8 +74,9 @@ pub async fn run_stage(lake: &cxrlake_lake::Lake, name: &str) -> cxrlake_pipelin
         .unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-/// A lake with `qa` for `studies` synthetic studies (seed 0): synth, ingest, every stage to `qa`.
-pub async fn build_qa_lake(lake: &cxrlake_lake::Lake, corpus: &std::path::Path, studies: usize) {
+/// A lake with `scene_graphs` for `studies` synthetic studies (seed 0): synth, ingest, every
+/// stage to `graph`.
+pub async fn build_graph_lake(lake: &cxrlake_lake::Lake, corpus: &std::path::Path, studies: usize) {
     cxrlake_synth::generate(&cxrlake_synth::SynthOptions::new(studies, 0, corpus)).expect("synth");
     lake.init().await.expect("init");
     cxrlake_ingest::ingest(
@@ -88,7 +89,16 @@ pub async fn build_qa_lake(lake: &cxrlake_lake::Lake, corpus: &std::path::Path, 
     cxrlake_pipeline::refdefs::load_reference_tables(lake, &defs)
         .await
         .expect("ref tables");
-    for stage in ["extract", "localize", "map", "graph", "balance", "qa"] {
+    for stage in ["extract", "localize", "map", "graph"] {
+        run_stage(lake, stage).await;
+    }
+}
+
+/// A lake with `qa` for `studies` synthetic studies (seed 0): [`build_graph_lake`], then
+/// `balance` and `qa`.
+pub async fn build_qa_lake(lake: &cxrlake_lake::Lake, corpus: &std::path::Path, studies: usize) {
+    build_graph_lake(lake, corpus, studies).await;
+    for stage in ["balance", "qa"] {
         run_stage(lake, stage).await;
     }
 }
