@@ -33,7 +33,12 @@ async fn main() {
     let flavour = pipeline(&lake, &[("flavours", "rexvqa")]).await;
     let started = Instant::now();
     let mut reports = Vec::new();
-    for stage in ["rexvqa_bullets", "rexvqa_generate", "rexvqa_judge", "rexvqa_filter"] {
+    for stage in [
+        "rexvqa_bullets",
+        "rexvqa_generate",
+        "rexvqa_judge",
+        "rexvqa_filter",
+    ] {
         let report = flavour
             .run_stage(stage, cxrlake_pipeline::RunMode::Write)
             .await
@@ -52,10 +57,9 @@ async fn main() {
         .collect()
         .await
         .expect("count");
-    let kept = arrow::array::AsArray::as_primitive::<arrow::datatypes::Int64Type>(
-        batches[0].column(0),
-    )
-    .value(0);
+    let kept =
+        arrow::array::AsArray::as_primitive::<arrow::datatypes::Int64Type>(batches[0].column(0))
+            .value(0);
     println!(
         "rexvqa bullets+generate+judge+filter {bulleted} studies, {mcqs} MCQs ({kept} kept): \
          {seconds:.2} s ({:.0} MCQs/s, {:.0} studies/s; all {MIMIC_STUDIES} MIMIC-CXR studies at \

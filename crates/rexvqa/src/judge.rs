@@ -545,6 +545,56 @@ mod tests {
     }
 
     #[test]
+    fn real_style_report_language_is_read_with_its_negations() {
+        let judge = |options: [&str; 4], answer: i64, question: &str| {
+            let row = json!({
+                "question": question,
+                "options": options,
+                "answer_index": answer,
+                "explanation": "From the report.",
+                "task_type": "presence",
+                "bullets": [
+                    {"section": "findings", "text": "The lungs are clear of focal airspace disease, pneumothorax, or pleural effusion."},
+                    {"section": "findings", "text": "Mild cardiomegaly without pulmonary edema."},
+                    {"section": "findings", "text": "Left ___-a-___ in place with the tip in the mid SVC."}
+                ]
+            });
+            heuristic(&JudgeInput::parse(&row).expect("row"))
+        };
+        let present = "Which of the following findings is present on this chest radiograph?";
+        let options = [
+            "Cardiomegaly",
+            "Pulmonary edema",
+            "Pneumothorax",
+            "Pleural effusion",
+        ];
+        let right = judge(options, 0, present);
+        assert!(right.c3_alignment, "{}", right.rationale);
+        // Edema is negated ("without"), cardiomegaly stated: wrong answer and a true distractor.
+        let wrong = judge(options, 1, present);
+        assert!(!wrong.c3_alignment);
+        assert!(
+            wrong
+                .rationale
+                .contains("do not support the answer 'Pulmonary edema'")
+        );
+        assert!(wrong.rationale.contains("distractor 'Cardiomegaly'"));
+        // A negated list: each of its items is absent.
+        let absent = "Which of the following findings is absent on this chest radiograph?";
+        let listed = judge(
+            [
+                "Cardiomegaly",
+                "Pleural effusion",
+                "Mild cardiomegaly",
+                "Cardiomegaly without edema",
+            ],
+            1,
+            absent,
+        );
+        assert!(listed.c3_alignment, "{}", listed.rationale);
+    }
+
+    #[test]
     fn llm_verdicts_need_three_booleans() {
         let task = JudgeTask::new(Arc::new(crate::prompts().expect("prompts"))).expect("task");
         let input = json!({"question": "q?", "options": ["a", "b", "c", "d"], "answer_index": 1});
