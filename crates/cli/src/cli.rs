@@ -34,6 +34,10 @@ pub struct Cli {
     /// Only errors
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
+    /// A command that writes the lake (run, ingest, import, ratings add, demo) waits up to this
+    /// many seconds for another command's write lease instead of failing at once
+    #[arg(long, global = true, value_name = "SECONDS")]
+    pub wait: Option<u64>,
     /// The command to run
     #[command(subcommand)]
     pub command: Command,
@@ -436,9 +440,7 @@ impl Cli {
         let lake =
             Lake::open(self.settings()?)?.with_session_factory(cxrlake_udfs::session_context_on);
         let lease = match self.command.writer() {
-            Some(name) if lake.marker().await?.is_some() => {
-                Some(lake.acquire_lease(name, cxrlake_lake::STALE_AFTER).await?)
-            }
+            Some(name) if lake.marker().await?.is_some() => Some(self.lease(&lake, name).await?),
             _ => None,
         };
         let result = self.dispatch(&lake, out).await;
@@ -449,6 +451,35 @@ impl Cli {
             }
         }
         result
+    }
+
+    /// The lake's write lease for `command`; with `--wait`, polled until it is free or the
+    /// wait is over (then the holder is named as without it).
+    async fn lease(&self, lake: &Lake, command: &str) -> Result<cxrlake_lake::Lease> {
+        let deadline = self
+            .wait
+            .map(|seconds| std::time::Instant::now() + std::time::Duration::from_secs(seconds));
+        let mut announced = false;
+        loop {
+            let waiting = deadline.is_some_and(|d| std::time::Instant::now() < d);
+            match lake.acquire_lease(command, cxrlake_lake::STALE_AFTER).await {
+                Ok(lease) => return Ok(lease),
+                Err(cxrlake_lake::LakeError::Busy { holder, .. }) if waiting => {
+                    if !announced {
+                        tracing::warn!(
+                            "waiting up to {} s for `{}` (pid {} on {}) to release the lake",
+                            self.wait.unwrap_or_default(),
+                            holder.command,
+                            holder.pid,
+                            holder.host
+                        );
+                        announced = true;
+                    }
+                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
     }
 
     async fn dispatch(&self, lake: &Lake, out: &mut dyn Write) -> Result<()> {

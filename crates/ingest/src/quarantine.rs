@@ -10,8 +10,7 @@ use crate::writer::Row;
 /// `quarantine.stage` of every row written by ingest.
 pub const STAGE: &str = "ingest";
 
-/// Raw bytes kept per quarantined input at most (a whole broken file can be large).
-pub const MAX_RAW_BYTES: usize = 1 << 20;
+pub use cxrlake_lake::MAX_RAW_BYTES;
 
 /// The target table a quarantined input was meant for (the summary counts them per table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -25,5 +25,5 @@ pub use error::{LakeError, Result};
 pub use lake::{Lake, LakeMarker, SessionFactory, TableWrite, WriteMode};
 pub use lease::{Lease, LeaseRecord, STALE_AFTER};
 pub use portable::{has_view_types, portable_batch, portable_schema, portable_type};
-pub use quarantine::{QuarantineRow, quarantine_batch};
+pub use quarantine::{MAX_RAW_BYTES, QuarantineRow, cap_raw, quarantine_batch};
 pub use read::cast_batch;

@@ -281,7 +281,20 @@ async fn run_chunks(
                 let conformed = batches
                     .iter()
                     .filter(|b| b.num_rows() > 0)
-                    .map(|b| conform(name, table_def.name, table_schema, b))
+                    .map(|b| {
+                        let conformed = conform(name, table_def.name, table_schema, b)?;
+                        // An LLM answer of megabytes keeps its first MiB in quarantine.
+                        if table_def.name == "quarantine" {
+                            return cxrlake_lake::cap_raw(conformed).map_err(|e| {
+                                PipelineError::Schema {
+                                    stage: name,
+                                    table: table_def.name.to_string(),
+                                    reason: e.to_string(),
+                                }
+                            });
+                        }
+                        Ok(conformed)
+                    })
                     .collect::<Result<Vec<_>>>()?;
                 prepared
                     .hooks

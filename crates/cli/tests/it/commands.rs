@@ -876,7 +876,25 @@ fn one_writer_at_a_time() {
         stderr(&refused)
     );
     assert!(cxrlake(&lake, &["sql", "SELECT 1"]).status.success());
-    std::fs::remove_file(lake.join("_cxrlake/lease.json")).expect("remove");
+    // --wait: still refused when the holder keeps it, taken when it lets go meanwhile.
+    let started = std::time::Instant::now();
+    let waited = cxrlake(&lake, &["run", "extract", "--wait", "1"]);
+    assert_eq!(waited.status.code(), Some(1));
+    assert!(started.elapsed() >= std::time::Duration::from_secs(1));
+    assert!(
+        stderr(&waited).contains("waiting up to 1 s for `run` (pid 4242 on other)")
+            && stderr(&waited).contains("another cxrlake command"),
+        "{}",
+        stderr(&waited)
+    );
+    let lease = lake.join("_cxrlake/lease.json");
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        std::fs::remove_file(lease).expect("remove");
+    });
+    let taken = cxrlake(&lake, &["run", "extract", "--wait", "60"]);
+    releaser.join().expect("releaser");
+    assert!(taken.status.success(), "{}", stderr(&taken));
     assert!(cxrlake(&lake, &["run", "extract"]).status.success());
 }
 

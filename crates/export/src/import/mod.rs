@@ -55,8 +55,6 @@ pub const STAGE: &str = "import";
 const CHUNK_STUDIES: usize = 1_000;
 /// Member bytes held at once at most.
 const CHUNK_BYTES: usize = 128 << 20;
-/// Raw bytes kept per quarantined member.
-const MAX_RAW_BYTES: usize = 1 << 20;
 
 /// What to import.
 #[derive(Debug, Clone)]
@@ -663,7 +661,7 @@ async fn flush(
             source,
             location: name,
             reason,
-            raw: &bytes[..bytes.len().min(MAX_RAW_BYTES)],
+            raw: bytes,
         });
         writes.push(("quarantine", vec![quarantine_batch(STAGE, rows)?], 0));
     }
