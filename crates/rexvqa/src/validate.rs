@@ -160,12 +160,29 @@ pub fn structural(item: &Value, min_explanation: usize) -> Structural {
             format.push(format!("{} options (four are needed)", options.len()));
         }
         let mut seen: Vec<String> = Vec::new();
+        let mut repeated: Vec<&str> = Vec::new();
         for option in options {
             let text = strip_label(option).to_lowercase();
             if !text.is_empty() && seen.contains(&text) {
-                format.push(format!("option '{}' is repeated", strip_label(option)));
+                let shown = strip_label(option);
+                if !repeated.iter().any(|r| r.eq_ignore_ascii_case(shown)) {
+                    repeated.push(shown);
+                }
             }
             seen.push(text);
+        }
+        // Each repeated option once, at most three named (a looping model repeats dozens).
+        match repeated.as_slice() {
+            [] => {}
+            [one] => format.push(format!("option '{one}' is repeated")),
+            many => {
+                let named: Vec<String> = many.iter().take(3).map(|r| format!("'{r}'")).collect();
+                let more = match many.len().saturating_sub(3) {
+                    0 => String::new(),
+                    n => format!(" and {n} more"),
+                };
+                format.push(format!("options {}{more} are repeated", named.join(", ")));
+            }
         }
     }
     if let Some(index) = field("answer_index").and_then(Value::as_i64) {
@@ -353,6 +370,19 @@ mod tests {
             assert_eq!(failing(&outcome), [validator], "{reason}: {outcome:?}");
             assert_eq!(outcome.reasons, [reason]);
         }
+    }
+
+    #[test]
+    fn repeated_options_are_named_once_and_at_most_three() {
+        let looping: Vec<String> = (0..40).map(|n| format!("Finding {}", n % 5)).collect();
+        let s = with(|o| drop(o.insert("options".into(), json!(looping))));
+        assert_eq!(
+            s.reasons,
+            [
+                "v3: 40 options (four are needed); options 'Finding 0', 'Finding 1', 'Finding 2' \
+              and 2 more are repeated"
+            ]
+        );
     }
 
     #[test]

@@ -313,7 +313,7 @@ async fn llm_rexvqa_chain_validates_filters_quarantines_and_caches() {
     assert!(bulleted > 0);
     assert!(
         strings(&lake, "SELECT DISTINCT generator FROM rexvqa_bullets").await[0]
-            .starts_with("llm:rex-model@1+")
+            .starts_with("llm:rex-model@2+")
     );
     // Malformed answers: asked again, then quarantined with the last answer.
     let generated = number(&lake, "SELECT count(DISTINCT study_id) FROM rexvqa_mcq").await;
