@@ -52,6 +52,17 @@ pub enum Command {
     Init,
     /// List tables with version, row count and the stage of their last commit
     Tables,
+    /// Delete the files no table version needs any more: data files replaced or deleted by
+    /// earlier commits and orphans no commit names (left by killed writers), older than the
+    /// retention period (time travel to versions older than it stops working)
+    Vacuum {
+        /// Keep files younger than this many hours (Delta's default is 7 days)
+        #[arg(long, default_value_t = 168, value_name = "HOURS")]
+        retention_hours: u64,
+        /// List the files without deleting them
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Run SQL over the lake; every table is registered by name
     Sql {
         /// The query, e.g. "SELECT rating, count(*) FROM qa GROUP BY rating ORDER BY rating"
@@ -342,6 +353,7 @@ impl Command {
             Command::Import { .. } => Some("import"),
             Command::Ratings { .. } => Some("ratings add"),
             Command::Demo(_) => Some("demo"),
+            Command::Vacuum { dry_run: false, .. } => Some("vacuum"),
             _ => None,
         }
     }
@@ -487,6 +499,10 @@ impl Cli {
         match &self.command {
             Command::Init => init(&lake, out).await,
             Command::Tables => tables(&lake, out).await,
+            Command::Vacuum {
+                retention_hours,
+                dry_run,
+            } => vacuum(&lake, *retention_hours, *dry_run, out).await,
             Command::Sql {
                 query,
                 format,
@@ -811,6 +827,43 @@ async fn count_rows(lake: &Lake, table: &str) -> Result<i64> {
     Ok(batches
         .first()
         .map_or(0, |b| b.column(0).as_primitive::<Int64Type>().value(0)))
+}
+
+async fn vacuum(lake: &Lake, hours: u64, dry_run: bool, out: &mut dyn Write) -> Result<()> {
+    lake.require_initialized().await?;
+    let retention = std::time::Duration::from_secs(hours.saturating_mul(3600));
+    let (mut tables, mut files) = (0, 0);
+    for name in lake.table_names().await? {
+        let vacuumed = lake.vacuum(&name, retention, dry_run).await?;
+        if vacuumed.files.is_empty() {
+            continue;
+        }
+        tables += 1;
+        files += vacuumed.files.len();
+        say(
+            out,
+            format_args!(
+                "{name}: {} {} files",
+                if dry_run { "would delete" } else { "deleted" },
+                vacuumed.files.len()
+            ),
+        )?;
+        for file in &vacuumed.files {
+            say(out, format_args!("  {file}"))?;
+        }
+    }
+    say(
+        out,
+        format_args!(
+            "{files} files in {tables} tables {} (older than {hours} h, not needed by the \
+             current versions)",
+            if dry_run {
+                "would be deleted"
+            } else {
+                "deleted"
+            }
+        ),
+    )
 }
 
 async fn tables(lake: &Lake, out: &mut dyn Write) -> Result<()> {

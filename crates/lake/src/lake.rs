@@ -154,6 +154,11 @@ impl Lake {
         &self.store
     }
 
+    /// The folder of table `name` in the lake's object store.
+    pub(crate) fn table_folder(&self, name: &str) -> Path {
+        self.root_path.clone().join(name)
+    }
+
     /// `_cxrlake/<name>` under the lake's root.
     pub(crate) fn meta_path(&self, name: &str) -> Path {
         self.root_path.clone().join(META_DIR).join(name)

@@ -18,6 +18,7 @@ mod quarantine;
 mod read;
 mod replace;
 pub mod store;
+mod vacuum;
 
 pub use commit::{CommitRecord, StageCommit};
 pub use config::{CxrlakeConfig, Settings, Source};
@@ -27,3 +28,4 @@ pub use lease::{Lease, LeaseRecord, STALE_AFTER};
 pub use portable::{has_view_types, portable_batch, portable_schema, portable_type};
 pub use quarantine::{MAX_RAW_BYTES, QuarantineRow, cap_raw, quarantine_batch};
 pub use read::cast_batch;
+pub use vacuum::Vacuumed;

@@ -996,3 +996,52 @@ fn rexvqa_runs_checks_its_settings_reports_and_exports_kept_mcqs() {
         stderr(&none)
     );
 }
+
+#[test]
+fn vacuum_deletes_orphans_and_replaced_files_past_the_retention() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = ingested_lake(dir.path(), 6, 2);
+    ok(cxrlake(&lake, &["run", "extract"]));
+    ok(cxrlake(&lake, &["run", "extract"]));
+    let orphan = lake.join("reports/part-00000-orphan-of-a-killed-writer.parquet");
+    std::fs::write(&orphan, b"PAR1 not committed").expect("orphan");
+    let count = |table: &str| {
+        ok(cxrlake(
+            &lake,
+            &[
+                "sql",
+                &format!("SELECT count(*) AS n FROM {table}"),
+                "--format",
+                "csv",
+            ],
+        ))
+    };
+    let (reports, sentences) = (count("reports"), count("sentences"));
+    let versions = ok(cxrlake(&lake, &["tables"]));
+
+    // Within the default retention (7 days) nothing goes.
+    let kept = ok(cxrlake(&lake, &["vacuum"]));
+    assert!(kept.contains("0 files in 0 tables deleted"), "{kept}");
+    assert!(orphan.exists());
+    // A dry run lists the orphan and the files the rerun replaced, and deletes nothing.
+    let listed = ok(cxrlake(
+        &lake,
+        &["vacuum", "--retention-hours", "0", "--dry-run"],
+    ));
+    assert!(
+        listed.contains("reports: would delete 1 files")
+            && listed.contains("part-00000-orphan-of-a-killed-writer.parquet")
+            && listed.contains("sentences: would delete"),
+        "{listed}"
+    );
+    assert!(orphan.exists());
+    let deleted = ok(cxrlake(&lake, &["vacuum", "--retention-hours", "0"]));
+    assert!(deleted.contains("reports: deleted 1 files"), "{deleted}");
+    assert!(!orphan.exists());
+    assert_eq!((count("reports"), count("sentences")), (reports, sentences));
+    // Nothing committed: every table keeps its version (the planner sees no rewrite).
+    assert_eq!(ok(cxrlake(&lake, &["tables"])), versions);
+    let again = ok(cxrlake(&lake, &["vacuum", "--retention-hours", "0"]));
+    assert!(again.contains("0 files in 0 tables deleted"), "{again}");
+    assert!(cxrlake(&lake, &["run", "extract"]).status.success());
+}
