@@ -91,7 +91,7 @@ impl Stage for Extract {
             "llm" => {
                 let prompts = pipeline.prompts()?;
                 let config = pipeline.required_llm("extractor")?;
-                let client = cached_client(pipeline, config, prompts.version()).await?;
+                let client = cached_client(pipeline, "extract", config, prompts.version()).await?;
                 (llm_functions(&client, &prompts, Naming::Step), Some(client))
             }
             _ => (

@@ -77,7 +77,7 @@ pub(crate) async fn bind(
     let (function, client) = match pipeline.config().generator.as_str() {
         "llm" => {
             let config = pipeline.required_llm("generator")?;
-            let client = cached_client(pipeline, config, prompt_version).await?;
+            let client = cached_client(pipeline, task.name(), config, prompt_version).await?;
             let function =
                 AsyncScalarUDF::new(Arc::new(LlmGenerateFunc::new(task, client.clone(), record)))
                     .into_scalar_udf();

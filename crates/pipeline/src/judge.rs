@@ -82,7 +82,8 @@ impl Stage for Judge {
         let (verdict, client) = match pipeline.config().judge.as_str() {
             "llm" if mode == RunMode::Write => {
                 let config = pipeline.required_llm("judge")?;
-                let client = cached_client(pipeline, config, &format!("judge-{id}")).await?;
+                let client =
+                    cached_client(pipeline, "judge", config, &format!("judge-{id}")).await?;
                 let verdict = AsyncScalarUDF::new(Arc::new(LlmVerdictFunc::new(
                     Arc::clone(&client),
                     id.clone(),

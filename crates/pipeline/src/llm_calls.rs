@@ -111,6 +111,8 @@ fn now_micros() -> i64 {
 /// The `llm_calls` cache of one lake and endpoint.
 pub struct LakeCache {
     lake: Lake,
+    /// The stage whose calls it caches (the commits of `llm_calls` name it).
+    stage: String,
     endpoint: String,
     journal_path: PathBuf,
     state: Mutex<State>,
@@ -126,6 +128,7 @@ impl fmt::Debug for LakeCache {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let state = self.lock();
         f.debug_struct("LakeCache")
+            .field("stage", &self.stage)
             .field("endpoint", &self.endpoint)
             .field("journal", &self.journal_path)
             .field("entries", &state.replay.len())
@@ -135,9 +138,14 @@ impl fmt::Debug for LakeCache {
 }
 
 impl LakeCache {
-    /// Opens the cache of `lake` for requests to `endpoint`: commits what an interrupted run left
-    /// in the journal, then loads the replayable rows of `model`.
-    pub async fn open(lake: &Lake, endpoint: &str, model: &str) -> Result<Arc<LakeCache>> {
+    /// Opens the cache of `lake` for the requests of `stage` to `endpoint`: commits what an
+    /// interrupted run left in the journal, then loads the replayable rows of `model`.
+    pub async fn open(
+        lake: &Lake,
+        stage: &str,
+        endpoint: &str,
+        model: &str,
+    ) -> Result<Arc<LakeCache>> {
         let journal_path = journal_path(lake);
         let leftover = read_journal(&journal_path)?;
         if !leftover.is_empty() {
@@ -145,7 +153,7 @@ impl LakeCache {
                 rows = leftover.len(),
                 "committing LLM answers journaled by an interrupted run"
             );
-            write_rows(lake, leftover).await?;
+            write_rows(lake, stage, leftover).await?;
         }
         let journal = OpenOptions::new()
             .create(true)
@@ -156,6 +164,7 @@ impl LakeCache {
         let replay = load(lake, model).await?;
         Ok(Arc::new(LakeCache {
             lake: lake.clone(),
+            stage: stage.to_string(),
             endpoint: endpoint.to_string(),
             journal_path,
             state: Mutex::new(State {
@@ -230,10 +239,10 @@ async fn load(lake: &Lake, model: &str) -> Result<HashMap<String, CachedOutcome>
     let batches = ctx
         .sql(&sql)
         .await
-        .map_err(|e| PipelineError::query("extract", e))?
+        .map_err(|e| PipelineError::query("llm_calls", e))?
         .collect()
         .await
-        .map_err(|e| PipelineError::query("extract", e))?;
+        .map_err(|e| PipelineError::query("llm_calls", e))?;
     let mut out = HashMap::new();
     for batch in &batches {
         for row in rows_of(batch)? {
@@ -258,7 +267,7 @@ fn strings(batch: &RecordBatch, name: &str) -> Result<StringArray> {
 
 fn schema_error(reason: String) -> PipelineError {
     PipelineError::Schema {
-        stage: "extract",
+        stage: "llm_calls",
         table: TABLE.to_string(),
         reason,
     }
@@ -309,7 +318,7 @@ fn rows_of(batch: &RecordBatch) -> Result<Vec<CallRow>> {
 }
 
 /// Appends rows to `llm_calls` in one commit.
-async fn write_rows(lake: &Lake, rows: Vec<CallRow>) -> Result<u64> {
+async fn write_rows(lake: &Lake, stage: &str, rows: Vec<CallRow>) -> Result<u64> {
     let count = rows.len();
     let text = |f: fn(&CallRow) -> Option<&str>| -> ArrayRef {
         Arc::new(rows.iter().map(f).collect::<StringArray>())
@@ -337,8 +346,7 @@ async fn write_rows(lake: &Lake, rows: Vec<CallRow>) -> Result<u64> {
     ];
     let schema = cxrlake_schemas::pipeline::llm_calls();
     let batch = RecordBatch::try_new(schema, columns).map_err(|e| schema_error(e.to_string()))?;
-    let commit =
-        StageCommit::new("extract").with_metrics(serde_json::json!({ "llm_calls": count }));
+    let commit = StageCommit::new(stage).with_metrics(serde_json::json!({ "llm_calls": count }));
     Ok(lake
         .write(TABLE)
         .append()
@@ -373,7 +381,7 @@ impl ResponseCache for LakeCache {
         if pending.is_empty() {
             return Ok(());
         }
-        write_rows(&self.lake, pending)
+        write_rows(&self.lake, &self.stage, pending)
             .await
             .map_err(|e| LlmError::Cache(e.to_string()))?;
         let state = self.lock();
@@ -429,10 +437,17 @@ pub(crate) fn describe_llm(report: &crate::stage::StageReport) -> String {
 /// `prompt_version`, with the pipeline's progress bar.
 pub(crate) async fn cached_client(
     pipeline: &crate::pipeline::Pipeline,
+    stage: &str,
     config: cxrlake_llm::LlmConfig,
     prompt_version: &str,
 ) -> Result<Arc<cxrlake_llm::LlmClient>> {
-    let cache = LakeCache::open(pipeline.lake(), config.endpoint.as_str(), &config.model).await?;
+    let cache = LakeCache::open(
+        pipeline.lake(),
+        stage,
+        config.endpoint.as_str(),
+        &config.model,
+    )
+    .await?;
     Ok(Arc::new(
         cxrlake_llm::LlmClient::new(config)?
             .with_cache(cache)

@@ -499,9 +499,13 @@ impl LlmEntailer {
             &hex::encode(sha2::Digest::finalize(hasher))[..12]
         );
         let model = config.model.clone();
-        let cache =
-            crate::llm_calls::LakeCache::open(lake, config.endpoint.as_str(), &config.model)
-                .await?;
+        let cache = crate::llm_calls::LakeCache::open(
+            lake,
+            "evaluate radstruct",
+            config.endpoint.as_str(),
+            &config.model,
+        )
+        .await?;
         let client = cxrlake_llm::LlmClient::new(config)?
             .with_cache(cache)
             .with_prompt_version(version.clone());

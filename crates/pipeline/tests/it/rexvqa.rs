@@ -311,6 +311,12 @@ async fn llm_rexvqa_chain_validates_filters_quarantines_and_caches() {
     }
     let bulleted = number(&lake, "SELECT count(*) FROM rexvqa_bullets").await;
     assert!(bulleted > 0);
+    // The calls' commits name the stage that made them (the judge ran last).
+    let last = lake.history("llm_calls", Some(1)).await.expect("history");
+    assert_eq!(
+        last[0].stage.as_ref().map(|s| s.stage.as_str()),
+        Some("rexvqa_judge")
+    );
     assert!(
         strings(&lake, "SELECT DISTINCT generator FROM rexvqa_bullets").await[0]
             .starts_with("llm:rex-model@2+")
