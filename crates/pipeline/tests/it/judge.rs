@@ -253,6 +253,11 @@ async fn llm_judge_with_unparseable_answers() {
         "one call per distinct input"
     );
     assert_eq!(server.repeated(), 0);
+    assert_eq!(
+        judged.metric("llm_requested"),
+        judged.metric("judged"),
+        "each verdict computed once, not once per field it unnests to"
+    );
     let pneumothorax = number(
         &lake,
         "SELECT count(DISTINCT question) FROM qa WHERE question LIKE '%pneumothorax%'",
