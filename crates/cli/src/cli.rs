@@ -938,9 +938,10 @@ async fn sql(
     file: Option<&std::path::Path>,
     out: &mut dyn Write,
 ) -> Result<()> {
-    // Files outside the lake are tables too: `SELECT … FROM 'rel/qa.parquet'` (Parquet, CSV,
-    // JSON by extension, compressed or not; local paths and object-store URLs).
-    let ctx = lake.session().await?.enable_url_table();
+    // Tables outside the lake too: `SELECT … FROM 'rel/qa.parquet'` (Parquet, CSV, JSON by
+    // extension, compressed or not) or `FROM '/other/lake/qa'` (a Delta table's folder); local
+    // paths and object-store URLs.
+    let ctx = lake.session_with_outside_tables().await?;
     // Several statements run in order (e.g. `SET cxrlake.match_threshold = 0.7; SELECT …`); the
     // last one's result is the output.
     let mut statements = datafusion::sql::parser::DFParser::parse_sql(query)?;

@@ -13,6 +13,7 @@ mod deletion;
 pub mod error;
 pub mod lake;
 pub mod lease;
+mod outside;
 pub mod portable;
 mod quarantine;
 mod read;

@@ -1045,3 +1045,34 @@ fn vacuum_deletes_orphans_and_replaced_files_past_the_retention() {
     assert!(again.contains("0 files in 0 tables deleted"), "{again}");
     assert!(cxrlake(&lake, &["run", "extract"]).status.success());
 }
+
+#[test]
+fn sql_reads_a_delta_table_of_another_lake_and_outside_files() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let other = ingested_lake(dir.path(), 6, 3);
+    let lake = dir.path().join("mine");
+    ok(cxrlake(&lake, &["init"]));
+    let reports = other.join("reports");
+    let query = format!(
+        "SELECT count(*) AS n FROM '{}' WHERE study_id LIKE 's%'",
+        reports.display()
+    );
+    let counted = ok(cxrlake(&lake, &["sql", &query, "--format", "csv"]));
+    assert_eq!(counted.lines().nth(1), Some("6"), "{counted}");
+    // The same folder's Parquet files, read as files.
+    let file = std::fs::read_dir(&reports)
+        .expect("reports")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .expect("a data file");
+    let query = format!("SELECT count(*) AS n FROM '{}'", file.display());
+    let counted = ok(cxrlake(&lake, &["sql", &query, "--format", "csv"]));
+    assert_eq!(counted.lines().nth(1), Some("6"), "{counted}");
+    let missing = cxrlake(&lake, &["sql", "SELECT * FROM '/nonexistent/cxrlake/qa'"]);
+    assert_ne!(missing.status.code(), Some(0));
+    assert!(
+        stderr(&missing).contains("not found"),
+        "{}",
+        stderr(&missing)
+    );
+}
