@@ -221,7 +221,7 @@ pub fn parse(
             Target::CxasMasks,
             &source,
             format!("line {}, column {}", e.line(), e.column()),
-            format!("invalid JSON: {e}"),
+            crate::quarantine::json_reason(&e, "a CXAS COCO file"),
             bytes.to_vec(),
         )
     };

@@ -196,7 +196,7 @@ pub fn parse(
     let graph: SceneGraph = serde_json::from_slice(bytes).map_err(|e| {
         whole(
             format!("line {}, column {}", e.line(), e.column()),
-            format!("invalid JSON: {e}"),
+            crate::quarantine::json_reason(&e, "a Chest ImaGenome scene graph"),
         )
     })?;
     let image_id = image_id_of(file).to_string();

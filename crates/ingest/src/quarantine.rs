@@ -12,6 +12,18 @@ pub const STAGE: &str = "ingest";
 
 pub use cxrlake_lake::MAX_RAW_BYTES;
 
+/// Why a file could not be read as `what` (e.g. "a Chest ImaGenome scene graph"): invalid or
+/// truncated JSON, or valid JSON of another shape (a missing or mistyped field).
+pub(crate) fn json_reason(error: &serde_json::Error, what: &str) -> String {
+    match error.classify() {
+        serde_json::error::Category::Data => format!("valid JSON, but not {what}: {error}"),
+        serde_json::error::Category::Eof => format!("invalid JSON (truncated): {error}"),
+        serde_json::error::Category::Syntax | serde_json::error::Category::Io => {
+            format!("invalid JSON: {error}")
+        }
+    }
+}
+
 /// The target table a quarantined input was meant for (the summary counts them per table).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Target {

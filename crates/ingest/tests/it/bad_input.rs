@@ -165,6 +165,21 @@ async fn invalid_json_is_quarantined() {
 }
 
 #[tokio::test]
+async fn valid_json_of_another_shape_says_so() {
+    let (_dir, root, _synth) = tiny();
+    let path = first_file(&root, "imagenome", "_SceneGraph.json");
+    std::fs::write(&path, b"{\"objects\": \"none\"}").expect("write");
+    let (_lake_dir, _lake, rows) = ingest_expecting(&root, 1).await;
+    assert!(
+        rows[0]
+            .reason
+            .starts_with("valid JSON, but not a Chest ImaGenome scene graph: invalid type"),
+        "{}",
+        rows[0].reason
+    );
+}
+
+#[tokio::test]
 async fn rle_that_disagrees_with_the_image_is_quarantined() {
     let (_dir, root, synth) = tiny();
     let path = first_file(&root, "cxas", ".json");
