@@ -2,6 +2,8 @@
 //! one `imagenome_boxes` row per object, from `bbox_name` and `original_x1..original_y2`
 //! (original pixels), clamped to the image size from the metadata (`clamped` says so), with the
 //! attribute labels and phrases of the scene graph's `attributes` entry for the same `bbox_name`.
+//! An inverted box (x2 < x1 or y2 < y1) is quarantined: clamping cannot say which corner is
+//! wrong.
 //!
 //! ImaGenome's `original_width`/`original_height` are the *box's* size, not the image's, so
 //! when the metadata does not know the image, boxes are only clamped at 0.
@@ -294,6 +296,13 @@ pub fn parse(
             continue;
         }
         let raw = [x1 as f32, y1 as f32, x2 as f32, y2 as f32];
+        if x2 < x1 || y2 < y1 {
+            unit.quarantined.push(reject(format!(
+                "object '{name}' has an inverted box [{x1}, {y1}, {x2}, {y2}] (x2 < x1 or \
+                 y2 < y1)"
+            )));
+            continue;
+        }
         let (bbox, clamped) = match size {
             Some((width, height)) => cxrlake_masks::box_clamp(raw, width, height),
             None => {

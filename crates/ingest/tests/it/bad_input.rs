@@ -336,3 +336,24 @@ async fn without_categories_class_ids_are_cxas_label_ids() {
         0
     );
 }
+
+#[tokio::test]
+async fn inverted_boxes_are_quarantined() {
+    let (_dir, root, synth) = tiny();
+    let path = first_file(&root, "imagenome", "_SceneGraph.json");
+    edit_json(&path, |graph| {
+        let object = &mut graph["objects"][0];
+        let (x1, x2) = (object["original_x1"].clone(), object["original_x2"].clone());
+        object["original_x1"] = x2;
+        object["original_x2"] = x1;
+    });
+    let (_lake_dir, lake, rows) = ingest_expecting(&root, 1).await;
+    assert!(
+        rows[0].reason.contains("has an inverted box") && rows[0].reason.contains("x2 < x1"),
+        "{rows:?}"
+    );
+    assert_eq!(
+        count(&lake, "SELECT count(*) FROM imagenome_boxes").await,
+        (synth.boxes - 1) as i64
+    );
+}
