@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, Read};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -246,6 +246,28 @@ fn add_zip(path: &Path, found: &mut Discovered) {
             )),
         }
     }
+    // The zip library keeps one member per name: a name the central directory lists twice
+    // would otherwise vanish without a trace.
+    if let Ok(names) = central_directory_names(path) {
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for name in &names {
+            *counts.entry(name.as_str()).or_default() += 1;
+        }
+        let mut repeated: Vec<(&str, usize)> = counts.into_iter().filter(|(_, n)| *n > 1).collect();
+        repeated.sort();
+        for (name, times) in repeated {
+            found.quarantined.push(Quarantined::new(
+                Target::Archive,
+                path.display().to_string(),
+                format!("member {name}"),
+                format!(
+                    "the archive lists '{name}' {times} times; only one of them is read: \
+                     remove the duplicates (or unpack and check which is right)"
+                ),
+                Vec::new(),
+            ));
+        }
+    }
     members.sort();
     let archive_name = path.to_string_lossy();
     for (name, index, size) in members {
@@ -335,6 +357,72 @@ impl FileReader {
 /// The buffer to reserve for a zip member that declares `declared` bytes: the declaration of a
 /// forged archive can say 2^64 − 1 (ZIP64), so at most 64 MiB up front; the buffer grows with
 /// what is really read.
+/// The member names of the zip at `path` as its central directory lists them, duplicates
+/// included (ZIP64 too); an error when the directory cannot be found or read.
+fn central_directory_names(path: &Path) -> std::io::Result<Vec<String>> {
+    let invalid =
+        |what: &str| std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_string());
+    let u16_at = |b: &[u8], at: usize| u16::from_le_bytes([b[at], b[at + 1]]);
+    let u32_at = |b: &[u8], at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+    let u64_at = |b: &[u8], at: usize| {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&b[at..at + 8]);
+        u64::from_le_bytes(bytes)
+    };
+    let mut file = File::open(path)?;
+    let length = file.metadata()?.len();
+    // The end-of-central-directory record: 22 bytes and a comment of at most 65,535.
+    let tail_length = length.min(22 + 65_535);
+    let mut tail = vec![0u8; tail_length as usize];
+    file.seek(SeekFrom::Start(length - tail_length))?;
+    file.read_exact(&mut tail)?;
+    let eocd = (0..tail.len().saturating_sub(21))
+        .rev()
+        .find(|&at| tail[at..at + 4] == [0x50, 0x4b, 0x05, 0x06])
+        .ok_or_else(|| invalid("no end of central directory"))?;
+    let (mut size, mut offset) = (
+        u64::from(u32_at(&tail, eocd + 12)),
+        u64::from(u32_at(&tail, eocd + 16)),
+    );
+    if offset == u64::from(u32::MAX) || size == u64::from(u32::MAX) {
+        // ZIP64: the locator (20 bytes) just before the record points at the ZIP64 record.
+        let locator = eocd
+            .checked_sub(20)
+            .ok_or_else(|| invalid("no ZIP64 locator"))?;
+        if tail[locator..locator + 4] != [0x50, 0x4b, 0x06, 0x07] {
+            return Err(invalid("no ZIP64 locator"));
+        }
+        let record_at = u64_at(&tail, locator + 8);
+        let mut record = [0u8; 56];
+        file.seek(SeekFrom::Start(record_at))?;
+        file.read_exact(&mut record)?;
+        if record[..4] != [0x50, 0x4b, 0x06, 0x06] {
+            return Err(invalid("no ZIP64 end of central directory"));
+        }
+        size = u64_at(&record, 40);
+        offset = u64_at(&record, 48);
+    }
+    if offset.checked_add(size).is_none_or(|end| end > length) {
+        return Err(invalid("central directory past the end of the file"));
+    }
+    let mut directory = vec![0u8; size as usize];
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(&mut directory)?;
+    let mut names = Vec::new();
+    let mut at = 0;
+    while at + 46 <= directory.len() && directory[at..at + 4] == [0x50, 0x4b, 0x01, 0x02] {
+        let name_length = usize::from(u16_at(&directory, at + 28));
+        let skip =
+            usize::from(u16_at(&directory, at + 30)) + usize::from(u16_at(&directory, at + 32));
+        let name = directory
+            .get(at + 46..at + 46 + name_length)
+            .ok_or_else(|| invalid("truncated central directory"))?;
+        names.push(String::from_utf8_lossy(name).into_owned());
+        at += 46 + name_length + skip;
+    }
+    Ok(names)
+}
+
 fn initial_capacity(declared: u64) -> usize {
     usize::try_from(declared.min(64 << 20)).unwrap_or(0)
 }
@@ -390,6 +478,58 @@ mod tests {
         assert!(found.quarantined[0].reason.contains("not a regular file"));
         let found = discover(&[fifo]).expect("discover the FIFO itself");
         assert!(found.files.is_empty() && found.quarantined.len() == 1);
+    }
+
+    #[test]
+    fn a_member_name_listed_twice_is_quarantined() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("reports.zip");
+        {
+            let mut zip = zip::ZipWriter::new(File::create(&path).expect("create"));
+            let options = zip::write::SimpleFileOptions::default();
+            for name in [
+                "files/p10/p10000032/s50414267.txt",
+                "files/p10/p10000032/s50414268.txt",
+            ] {
+                zip.start_file(name, options).expect("start");
+                zip.write_all(b"FINDINGS: No effusion.").expect("write");
+            }
+            zip.finish().expect("finish");
+        }
+        // Rename the second member to the first one's name (local header and directory).
+        let bytes = std::fs::read(&path).expect("read");
+        let patched = String::from_utf8_lossy(&bytes)
+            .contains("s50414268")
+            .then(|| {
+                let mut out = bytes.clone();
+                let needle = b"s50414268.txt";
+                let mut at = 0;
+                while let Some(found) = out[at..].windows(needle.len()).position(|w| w == needle) {
+                    out[at + found..at + found + needle.len()].copy_from_slice(b"s50414267.txt");
+                    at += found + needle.len();
+                }
+                out
+            })
+            .expect("patched");
+        std::fs::write(&path, patched).expect("write");
+        assert_eq!(
+            central_directory_names(&path).expect("names"),
+            [
+                "files/p10/p10000032/s50414267.txt",
+                "files/p10/p10000032/s50414267.txt"
+            ]
+        );
+        let found = discover(std::slice::from_ref(&path)).expect("discover");
+        assert_eq!(found.quarantined.len(), 1, "{:?}", found.quarantined);
+        assert!(
+            found.quarantined[0]
+                .reason
+                .contains("lists 'files/p10/p10000032/s50414267.txt' 2 times"),
+            "{}",
+            found.quarantined[0].reason
+        );
+        assert_eq!(found.files.len(), 1);
     }
 
     #[test]
