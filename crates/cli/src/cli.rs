@@ -451,6 +451,17 @@ impl Cli {
     pub async fn run(&self, out: &mut dyn Write) -> Result<()> {
         let lake =
             Lake::open(self.settings()?)?.with_session_factory(cxrlake_udfs::session_context_on);
+        // A memory:// lake lives as long as its process: only `demo` builds and reads one in a
+        // single call; any other command would start from an empty lake every time.
+        if lake.root().scheme() == "memory" && !matches!(self.command, Command::Demo(_)) {
+            return Err(CliError::Usage(format!(
+                "the lake {} is in memory and lives only as long as one cxrlake process, so \
+                 every command would see an empty lake: give a folder or an object-store URL \
+                 (--lake ./lake, s3://bucket/lake), or use memory:// with `cxrlake demo` or from \
+                 the library",
+                lake.root()
+            )));
+        }
         let lease = match self.command.writer() {
             Some(name) if lake.marker().await?.is_some() => Some(self.lease(&lake, name).await?),
             _ => None,

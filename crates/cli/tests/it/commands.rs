@@ -908,6 +908,22 @@ fn chrono_like_now() -> String {
 }
 
 #[test]
+fn a_memory_lake_is_refused_outside_demo() {
+    let refused = Command::new(env!("CARGO_BIN_EXE_cxrlake"))
+        .args(["--lake", "memory:///lake", "init"])
+        .env_remove("CXRLAKE_LAKE")
+        .env_remove("CXRLAKE_CONFIG")
+        .output()
+        .expect("run cxrlake");
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(
+        stderr(&refused).contains("lives only as long as one cxrlake process"),
+        "{}",
+        stderr(&refused)
+    );
+}
+
+#[test]
 fn rexvqa_runs_checks_its_settings_reports_and_exports_kept_mcqs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lake = ingested_lake(dir.path(), 12, 6);
