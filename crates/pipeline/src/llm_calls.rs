@@ -3,8 +3,11 @@
 //! Every outcome is appended to a local journal (one JSON line, written before the next request
 //! is answered), so a killed run loses nothing that was answered; `flush` commits the journal to
 //! `llm_calls` and empties it, and `open` first commits what a killed run left in it. Answers and
-//! HTTP 4xx outcomes are replayed; retryable failures (retries exhausted, malformed bodies) are
-//! recorded for accounting but sent again by the next run.
+//! the HTTP statuses that refuse the request itself (400, 413, 422: the same request would be
+//! refused again) are replayed; every other failure is recorded for accounting but sent again
+//! by the next run: retries exhausted, malformed bodies, and statuses about the server or its
+//! configuration (401/403 credentials, 404 an unknown model or path, …), which a fixed server
+//! answers.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -97,7 +100,14 @@ impl CallRow {
             }));
         }
         let error: LlmError = serde_json::from_str(self.error.as_deref()?).ok()?;
-        matches!(error, LlmError::Status { .. }).then_some(Err(error))
+        matches!(
+            error,
+            LlmError::Status {
+                status: 400 | 413 | 422,
+                ..
+            }
+        )
+        .then_some(Err(error))
     }
 }
 
@@ -496,5 +506,35 @@ pub(crate) fn refuse_if_every_call_failed(
             first,
         }),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(status: u16) -> CallRow {
+        let key = CacheKey {
+            model: "m".into(),
+            prompt_version: "1".into(),
+            hash: "h".into(),
+        };
+        let error = LlmError::Status {
+            endpoint: "http://127.0.0.1:8080/v1/chat/completions".into(),
+            status,
+            body: "refused".into(),
+        };
+        CallRow::new("http://127.0.0.1:8080/v1", &key, &Err(error))
+    }
+
+    #[test]
+    fn only_refusals_of_the_request_itself_are_replayed() {
+        for status in [400, 413, 422] {
+            assert!(matches!(failed(status).replay(), Some(Err(_))), "{status}");
+        }
+        // A wrong model name, credentials or path: asked again once the server is fixed.
+        for status in [401, 403, 404, 405, 409] {
+            assert!(failed(status).replay().is_none(), "{status}");
+        }
     }
 }
