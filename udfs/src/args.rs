@@ -1,11 +1,14 @@
 //! Reading function arguments: strings and string lists as plain UTF-8 (Delta reads strings as
 //! views), borrowed per row.
 
+use std::sync::Arc;
+
 use cxrlake_schemas::types::list_of;
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, ListBuilder, StringBuilder};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, exec_err};
+use datafusion::logical_expr::ColumnarValue;
 
 /// Argument `index` as UTF-8 strings.
 pub(crate) fn utf8_arg(args: &[ArrayRef], index: usize, function: &str) -> Result<ArrayRef> {
@@ -50,4 +53,31 @@ pub(crate) fn string_at(array: &ArrayRef, row: usize) -> &str {
     } else {
         strings.value(row)
     }
+}
+
+/// The body of a one-text function returning `list<utf8>` (`lint_banned_terms`, `rexvqa_phi`):
+/// `items` of each row's text, NULL for a NULL text; `function` names errors.
+pub(crate) fn text_to_list(
+    args: &[ColumnarValue],
+    function: &str,
+    items: impl Fn(&str) -> Vec<String>,
+) -> Result<ColumnarValue> {
+    let args = ColumnarValue::values_to_arrays(args)?;
+    if args.len() != 1 {
+        return exec_err!("{function} takes one argument, the text");
+    }
+    let texts = utf8_arg(&args, 0, function)?;
+    let texts = texts.as_string::<i32>();
+    let mut out = ListBuilder::new(StringBuilder::new());
+    for row in 0..texts.len() {
+        if texts.is_null(row) {
+            out.append_null();
+            continue;
+        }
+        for item in items(texts.value(row)) {
+            out.values().append_value(item);
+        }
+        out.append(true);
+    }
+    Ok(ColumnarValue::Array(Arc::new(out.finish())))
 }

@@ -97,6 +97,16 @@ pub(crate) async fn bind(
     })
 }
 
+impl Bound {
+    /// The stage's run: the bound function, `params`, and the hooks.
+    pub(crate) fn prepared(
+        self,
+        params: Vec<(&'static str, datafusion::common::ScalarValue)>,
+    ) -> crate::stage::Prepared {
+        crate::stage::Prepared::new(vec![self.function], params).with_hooks(self.hooks)
+    }
+}
+
 /// A generation stage's state: its LLM client and what its step produced.
 pub(crate) struct GenerationHooks {
     step: &'static str,

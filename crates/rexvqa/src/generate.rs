@@ -199,11 +199,11 @@ impl GenerateTask {
 }
 
 /// The bullets as the user prompt lists them: `FINDINGS:` and `IMPRESSION:` headings, one
-/// `- ` line per bullet, indented by level.
-fn render_bullets(bullets: &[Bullet], levels: &[i64]) -> String {
+/// `- ` line per bullet, indented by level (0 to 2).
+fn render_bullets(bullets: &[Bullet]) -> String {
     let mut out = String::new();
     let mut section = "";
-    for (bullet, level) in bullets.iter().zip(levels) {
+    for bullet in bullets {
         if bullet.section != section {
             section = &bullet.section;
             if !out.is_empty() {
@@ -212,7 +212,7 @@ fn render_bullets(bullets: &[Bullet], levels: &[i64]) -> String {
             out.push_str(&section.to_uppercase());
             out.push_str(":\n");
         }
-        out.push_str(&"  ".repeat(*level as usize));
+        out.push_str(&"  ".repeat(bullet.level.clamp(0, 2) as usize));
         out.push_str("- ");
         out.push_str(bullet.text.trim());
         out.push('\n');
@@ -242,19 +242,7 @@ impl GenerationTask for GenerateTask {
         if row.bullets.iter().all(|b| b.text.trim().is_empty()) {
             return Err("the study has no bullets to write questions from".into());
         }
-        let levels: Vec<i64> = input
-            .get("bullets")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .map(|b| {
-                b.get("level")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0)
-                    .clamp(0, 2)
-            })
-            .collect();
-        Ok(vec![("BULLETS", render_bullets(&row.bullets, &levels))])
+        Ok(vec![("BULLETS", render_bullets(&row.bullets))])
     }
 
     /// Every item of `questions` becomes a record with its validators; an empty list is asked

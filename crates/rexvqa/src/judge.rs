@@ -357,7 +357,8 @@ fn heuristic(row: &JudgeInput) -> ContentRecord {
         && distinguishing.iter().all(|t| question_words.contains(t))
         && !question.contains("absent");
     let yes_no = row.options.iter().all(|o| {
-        matches!(words(o).first().map(String::as_str), Some("yes" | "no")) && words(o).len() == 1
+        let w = words(o);
+        w.len() == 1 && matches!(w[0].as_str(), "yes" | "no")
     });
     let recall = RECALL.iter().find(|r| question.contains(*r));
     let c2_depth = !gives_away && !yes_no && recall.is_none();

@@ -129,6 +129,9 @@ pub struct Bullet {
     /// The statement.
     #[serde(default, deserialize_with = "nullable")]
     pub text: String,
+    /// Its depth in the list (0: top level).
+    #[serde(default, deserialize_with = "nullable")]
+    pub level: i64,
 }
 
 /// Whether a bullet names the fact's finding.
@@ -321,11 +324,10 @@ impl<'a> Generator<'a> {
         let mut options = vec![capitalize(&fact.finding)];
         options.extend(distractors.iter().map(|d| capitalize(d)));
         let explanation = format!(
-            "{} This describes {}, whereas {} {} not described.",
+            "{} This describes {}, whereas {} are not described.",
             self.statement(fact, bullets),
             fact.finding,
             join(&distractors),
-            "are"
         );
         Some(mcq(
             question.into(),
@@ -462,10 +464,9 @@ impl<'a> Generator<'a> {
                 "Which of the following findings is absent on this chest radiograph?".into(),
                 options,
                 format!(
-                    "{statement} {} is absent, whereas {} {} seen.",
+                    "{statement} {} is absent, whereas {} are seen.",
                     capitalize(&negated.finding),
                     join(present),
-                    "are"
                 ),
                 "medium",
                 &negation,

@@ -7,18 +7,15 @@
 //! SELECT lint_banned_terms('Is the effusion unchanged?');  -- ['comparison: unchanged']
 //! ```
 
-use std::sync::Arc;
-
 use cxrlake_generate::lint::banned_terms;
 use cxrlake_schemas::types::list_of;
-use datafusion::arrow::array::{Array, AsArray, ListBuilder, StringBuilder};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{Result, exec_err};
+use datafusion::common::Result;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use crate::args::utf8_arg;
+use crate::args::text_to_list;
 
 /// The `lint_banned_terms` scalar function.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -55,23 +52,6 @@ impl ScalarUDFImpl for LintBannedTermsFunc {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let args = ColumnarValue::values_to_arrays(&args.args)?;
-        if args.len() != 1 {
-            return exec_err!("lint_banned_terms takes one argument, the text");
-        }
-        let texts = utf8_arg(&args, 0, "lint_banned_terms")?;
-        let texts = texts.as_string::<i32>();
-        let mut out = ListBuilder::new(StringBuilder::new());
-        for row in 0..texts.len() {
-            if texts.is_null(row) {
-                out.append_null();
-                continue;
-            }
-            for term in banned_terms(texts.value(row)) {
-                out.values().append_value(term);
-            }
-            out.append(true);
-        }
-        Ok(ColumnarValue::Array(Arc::new(out.finish())))
+        text_to_list(&args.args, "lint_banned_terms", banned_terms)
     }
 }

@@ -134,13 +134,6 @@ impl ScalarUDFImpl for NearDuplicatesFunc {
                 strings.len()
             );
         }
-        if vectors.len() != strings.len() {
-            return internal_err!(
-                "near_duplicates: {} vectors for {} texts",
-                vectors.len(),
-                strings.len()
-            );
-        }
 
         // Rows take their vectors in order: the items of a row are consecutive in `items`.
         let mut next = 0;

@@ -6,17 +6,14 @@
 //! -- [date: 03/14/2021, name: Dr. Hartley]
 //! ```
 
-use std::sync::Arc;
-
 use cxrlake_rexvqa::phi::phi;
-use datafusion::arrow::array::{Array, AsArray, ListBuilder, StringBuilder};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{Result, exec_err};
+use datafusion::common::Result;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use crate::args::utf8_arg;
+use crate::args::text_to_list;
 use cxrlake_schemas::types::list_of;
 
 /// The `rexvqa_phi` scalar function.
@@ -54,23 +51,6 @@ impl ScalarUDFImpl for RexvqaPhiFunc {
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
-        let args = ColumnarValue::values_to_arrays(&args.args)?;
-        if args.len() != 1 {
-            return exec_err!("rexvqa_phi takes one argument, the text");
-        }
-        let texts = utf8_arg(&args, 0, "rexvqa_phi")?;
-        let texts = texts.as_string::<i32>();
-        let mut out = ListBuilder::new(StringBuilder::new());
-        for row in 0..texts.len() {
-            if texts.is_null(row) {
-                out.append_null();
-                continue;
-            }
-            for hit in phi(texts.value(row)) {
-                out.values().append_value(hit);
-            }
-            out.append(true);
-        }
-        Ok(ColumnarValue::Array(Arc::new(out.finish())))
+        text_to_list(&args.args, "rexvqa_phi", phi)
     }
 }

@@ -70,11 +70,10 @@ impl Stage for Answer {
     async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
         let (task, version, policy) = task(pipeline)?;
         let bound = bind(pipeline, task, answer_fields(), &version, "answered").await?;
-        Ok(Prepared::new(
-            vec![bound.function],
-            vec![("lint_drop", ScalarValue::from(policy == LintPolicy::Drop))],
-        )
-        .with_hooks(bound.hooks))
+        Ok(bound.prepared(vec![(
+            "lint_drop",
+            ScalarValue::from(policy == LintPolicy::Drop),
+        )]))
     }
 
     fn describe(&self, report: &StageReport) -> String {

@@ -66,17 +66,13 @@ impl Stage for Judge {
         let (task, version) = task(pipeline)?;
         let bound = bind(pipeline, task, verdict_fields(), &version, "judged").await?;
         let config = pipeline.config();
-        Ok(Prepared::new(
-            vec![bound.function],
-            vec![
-                ("seed", ScalarValue::from(config.seed)),
-                (
-                    "qc_reports",
-                    ScalarValue::from(config.vqa_qc_reports as u64),
-                ),
-            ],
-        )
-        .with_hooks(bound.hooks))
+        Ok(bound.prepared(vec![
+            ("seed", ScalarValue::from(config.seed)),
+            (
+                "qc_reports",
+                ScalarValue::from(config.vqa_qc_reports as u64),
+            ),
+        ]))
     }
 
     fn describe(&self, report: &StageReport) -> String {

@@ -75,7 +75,7 @@ impl Stage for Generate {
     async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
         let (task, version) = task(pipeline)?;
         let bound = bind(pipeline, task, mcq_fields(), &version, "generated").await?;
-        Ok(Prepared::new(vec![bound.function], Vec::new()).with_hooks(bound.hooks))
+        Ok(bound.prepared(Vec::new()))
     }
 
     fn describe(&self, report: &StageReport) -> String {
