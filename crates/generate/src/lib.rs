@@ -20,7 +20,7 @@ mod schema;
 
 pub use error::{GenerateError, Result};
 pub use json::{parse_json, repair_json};
-pub use prompts::{PromptSet, TaskPrompt};
+pub use prompts::{ChangelogEntry, PromptSet, TaskPrompt};
 pub use schema::{check_schema, validate};
 
 use std::fmt::Debug;

@@ -238,6 +238,19 @@ fn tokens(names: &[&str]) -> String {
 pub struct PromptSet {
     version: String,
     tasks: BTreeMap<String, TaskPrompt>,
+    changelog: Vec<ChangelogEntry>,
+}
+
+/// One `[[changelog]]` entry of `prompts.toml`: a dated version of the prompts and what changed.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChangelogEntry {
+    /// The version (`0.4`).
+    pub version: String,
+    /// When (`2024-09`).
+    pub date: String,
+    /// What changed.
+    pub change: String,
 }
 
 impl PromptSet {
@@ -290,7 +303,7 @@ impl PromptSet {
         let config = texts
             .get(CONFIG)
             .ok_or_else(|| prompt_error(CONFIG, "the file is missing"))?;
-        let (declared, settings) = read_config(config)?;
+        let (declared, settings, changelog) = read_config(config)?;
         let task_names: Vec<&str> = settings.keys().map(String::as_str).collect();
         for name in texts.keys().filter(|name| **name != CONFIG) {
             let owned = task_names
@@ -323,6 +336,7 @@ impl PromptSet {
         Ok(PromptSet {
             version: format!("{declared}+{}", &digest[..12]),
             tasks,
+            changelog,
         })
     }
 
@@ -330,6 +344,11 @@ impl PromptSet {
     /// changes, even if the declared version was not bumped.
     pub fn version(&self) -> &str {
         &self.version
+    }
+
+    /// The `[[changelog]]` entries of `prompts.toml`, in file order (empty when it has none).
+    pub fn changelog(&self) -> &[ChangelogEntry] {
+        &self.changelog
     }
 
     /// The prompt of task `name`.
@@ -368,13 +387,28 @@ fn task_files(task: &str) -> [String; 4] {
     ]
 }
 
-/// The declared version and the tasks' settings of `prompts.toml`.
-fn read_config(text: &str) -> Result<(String, BTreeMap<String, TaskSettings>)> {
+type Config = (String, BTreeMap<String, TaskSettings>, Vec<ChangelogEntry>);
+
+/// The declared version, the tasks' settings and the changelog of `prompts.toml`.
+fn read_config(text: &str) -> Result<Config> {
     let table: toml::Table =
         toml::from_str(text).map_err(|e| prompt_error(CONFIG, e.to_string()))?;
     let mut version = None;
     let mut tasks = BTreeMap::new();
+    let mut changelog = Vec::new();
     for (key, value) in table {
+        if key == "changelog" {
+            changelog = value.try_into().map_err(|e: toml::de::Error| {
+                prompt_error(
+                    CONFIG,
+                    format!(
+                        "[[changelog]] entries need version, date and change, nothing else: {}",
+                        e.to_string().trim_end()
+                    ),
+                )
+            })?;
+            continue;
+        }
         if key == "version" {
             let declared = value.as_str().map(str::trim).unwrap_or_default();
             if declared.is_empty() {
@@ -411,7 +445,7 @@ fn read_config(text: &str) -> Result<(String, BTreeMap<String, TaskSettings>)> {
     if tasks.is_empty() {
         return Err(prompt_error(CONFIG, "no task table such as [generate]"));
     }
-    Ok((version, tasks))
+    Ok((version, tasks, changelog))
 }
 
 /// Task `name`'s prompt from the folder's `texts`.
