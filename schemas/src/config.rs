@@ -93,6 +93,16 @@ extensions_options! {
         /// ReXVQA: MCQs per 1,000 in the stratified QC sample, even across the difficulty tiers
         /// (paper: 100).
         pub rexvqa_qc_per_1000: usize, default = 100
+        /// GIV-CXR: the patient-disjoint split, `train:val:test` shares of a seeded draw per
+        /// patient (paper: test 38.6 % of the pairs; train and validation not given), or
+        /// `official` for MIMIC-CXR-JPG's split.
+        pub givcxr_split: String, default = "0.564:0.05:0.386".to_string()
+        /// GIV-CXR: a box covering less than this share of its image is `small` (the paper does
+        /// not give its thresholds).
+        pub givcxr_bbox_small: f64, default = 0.05
+        /// GIV-CXR: a box covering at least this share of its image is `large` (between the
+        /// two: `medium`).
+        pub givcxr_bbox_large: f64, default = 0.2
     }
 }
 

@@ -12,6 +12,7 @@ pub mod quality;
 pub mod rating;
 pub mod reference;
 pub mod rexvqa;
+pub mod givcxr;
 pub mod sources;
 pub mod types;
 
@@ -323,6 +324,86 @@ pub const TABLES: &[TableDef] = &[
         deletion_vectors: false,
         doc: "ReXVQA: the condition taxonomy of table A2 (categories, subcategories, synonyms)",
         schema: rexvqa::rexvqa_taxonomy,
+    },
+    TableDef {
+        name: "givcxr_regions",
+        key: &["context_id"],
+        replace_by: Some("study_id"),
+        deletion_vectors: false,
+        doc: "GIV-CXR: one region context per frontal image and region with facts (box, pipe-encoded attributes, texture, phrases)",
+        schema: givcxr::givcxr_regions,
+    },
+    TableDef {
+        name: "givcxr_questions",
+        key: &["question_id"],
+        replace_by: Some("study_id"),
+        deletion_vectors: false,
+        doc: "GIV-CXR: questions generated per region context (prompt P1) with their guideline breaches",
+        schema: givcxr::givcxr_questions,
+    },
+    TableDef {
+        name: "givcxr_qa",
+        key: &["qa_id"],
+        replace_by: Some("study_id"),
+        deletion_vectors: false,
+        doc: "GIV-CXR: every QA pair (P2 answers) with aspect, clinical finding, box size, lengths, prompt version",
+        schema: givcxr::givcxr_qa,
+    },
+    TableDef {
+        name: "givcxr_verdicts",
+        key: &["qa_id", "judge"],
+        replace_by: Some("study_id"),
+        deletion_vectors: false,
+        doc: "GIV-CXR: hallucination verdicts (P3) of the QA pairs, batched per region context",
+        schema: givcxr::givcxr_verdicts,
+    },
+    TableDef {
+        name: "givcxr_dataset",
+        key: &["qa_id"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "GIV-CXR: the exported QA pairs (judged, not hallucinated, no breach, a finding, box in the image)",
+        schema: givcxr::givcxr_dataset,
+    },
+    TableDef {
+        name: "givcxr_rejects",
+        key: &["qa_id"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "GIV-CXR: every QA pair left out of the export, with its reasons",
+        schema: givcxr::givcxr_rejects,
+    },
+    TableDef {
+        name: "givcxr_review",
+        key: &["qa_id"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "GIV-CXR: the judged pairs in review order, least confident verdict first",
+        schema: givcxr::givcxr_review,
+    },
+    TableDef {
+        name: "givcxr_reviews",
+        key: &["qa_id", "reviewer"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "GIV-CXR: radiologists' verdicts (accepted or not) on QA pairs",
+        schema: givcxr::givcxr_reviews,
+    },
+    TableDef {
+        name: "givcxr_region_map",
+        key: &["name", "kind"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "GIV-CXR: how cxrlake regions and ImaGenome boxes reach the 36 regions, and which do not",
+        schema: givcxr::givcxr_region_map,
+    },
+    TableDef {
+        name: "givcxr_prompt_versions",
+        key: &["version"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "GIV-CXR: the prompts' dated changelog (paper 002 table 5, then ours)",
+        schema: givcxr::givcxr_prompt_versions,
     },
     TableDef {
         name: "eval_labels",

@@ -21,6 +21,7 @@ pub mod qa;
 pub mod rating;
 pub mod release;
 pub mod rexvqa;
+pub mod givcxr;
 mod rows;
 pub mod unnest;
 

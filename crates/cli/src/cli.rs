@@ -159,7 +159,8 @@ pub enum Command {
         /// qa_rating_aspects, judge_calls, gemex_table2, gemex_content,
         /// gemex_regions, gemex_lengths, mimic_cxr_vqa_table1, mimic_cxr_vqa_table2,
         /// mimic_cxr_vqa_table3, mimic_cxr_vqa_categories, rexvqa_validators, rexvqa_tasks,
-        /// rexvqa_categories or rexvqa_positions
+        /// rexvqa_categories, rexvqa_positions, givcxr_regions, givcxr_findings,
+        /// givcxr_hallucination, givcxr_terms or givcxr_review
         name: Option<String>,
         /// Output format
         #[arg(long, value_enum, default_value_t = Format::Table)]
@@ -201,13 +202,17 @@ pub enum Command {
 /// `cxrlake ratings` commands.
 #[derive(Debug, Subcommand)]
 pub enum RatingsCommand {
-    /// Add a file of ratings (columns item = question_id of mimic_cxr_vqa_qa, rater, rubric =
-    /// correctness|consistency|completeness|relevance, value = one of the rubric's levels of
-    /// paper 001 table 3; .csv, .csv.gz, .jsonl or .parquet); a rating of the same item, rater
-    /// and rubric replaces the old one
+    /// Add a file of ratings: for mimic_cxr_vqa (the default) columns item = question_id of
+    /// mimic_cxr_vqa_qa, rater, rubric = correctness|consistency|completeness|relevance, value =
+    /// one of the rubric's levels of paper 001 table 3; for givcxr (radiologists' reviews)
+    /// columns qa_id of givcxr_qa, reviewer, accepted = true|false[, comment]. .csv, .csv.gz,
+    /// .jsonl or .parquet; a rating of the same item by the same rater replaces the old one
     Add {
         /// The ratings file
         file: PathBuf,
+        /// The flavour rated: mimic_cxr_vqa or givcxr
+        #[arg(long, value_name = "FLAVOUR", default_value = "mimic_cxr_vqa")]
+        flavour: String,
     },
 }
 
@@ -614,11 +619,21 @@ impl Cli {
                 say(out, format_args!("{report}"))
             }
             Command::Ratings {
-                command: RatingsCommand::Add { file },
+                command: RatingsCommand::Add { file, flavour },
             } => {
                 lake.require_initialized().await?;
-                let added =
-                    cxrlake_pipeline::mimic_cxr_vqa::ratings::add_ratings(&lake, file).await?;
+                let added = match flavour.as_str() {
+                    "mimic_cxr_vqa" => {
+                        cxrlake_pipeline::mimic_cxr_vqa::ratings::add_ratings(&lake, file).await?
+                    }
+                    "givcxr" => cxrlake_pipeline::givcxr::reviews::add_reviews(&lake, file).await?,
+                    other => {
+                        return Err(CliError::Usage(format!(
+                            "ratings add --flavour {other}: ratings are kept for mimic_cxr_vqa \
+                             and givcxr"
+                        )));
+                    }
+                };
                 say(out, format_args!("{added}"))
             }
             Command::Templates {
@@ -1277,7 +1292,7 @@ fn stat(name: &str) -> &'static str {
 }
 
 /// The statistics of `sql/stats/`, by name.
-pub const STATS: [(&str, &str); 19] = [
+pub const STATS: [(&str, &str); 24] = [
     (
         "qa_templates",
         include_str!("../../../sql/stats/qa_templates.sql"),
@@ -1350,6 +1365,26 @@ pub const STATS: [(&str, &str); 19] = [
     (
         "rexvqa_positions",
         include_str!("../../../sql/stats/rexvqa_positions.sql"),
+    ),
+    (
+        "givcxr_regions",
+        include_str!("../../../sql/stats/givcxr_regions.sql"),
+    ),
+    (
+        "givcxr_findings",
+        include_str!("../../../sql/stats/givcxr_findings.sql"),
+    ),
+    (
+        "givcxr_hallucination",
+        include_str!("../../../sql/stats/givcxr_hallucination.sql"),
+    ),
+    (
+        "givcxr_terms",
+        include_str!("../../../sql/stats/givcxr_terms.sql"),
+    ),
+    (
+        "givcxr_review",
+        include_str!("../../../sql/stats/givcxr_review.sql"),
     ),
 ];
 
@@ -1471,6 +1506,16 @@ pub struct SettingsArgs {
     /// ReXVQA: MCQs per 1,000 in the stratified QC sample [key: rexvqa_qc_per_1000]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(0..=1000))]
     pub rexvqa_qc_per_1000: Option<u64>,
+    /// GIV-CXR: the patient-disjoint split, train:val:test shares (e.g. 0.564:0.05:0.386) or
+    /// `official` [key: givcxr_split]
+    #[arg(long, value_name = "SHARES")]
+    pub givcxr_split: Option<String>,
+    /// GIV-CXR: share of the image under which a box is `small` [key: givcxr_bbox_small]
+    #[arg(long, value_name = "SHARE")]
+    pub givcxr_bbox_small: Option<f64>,
+    /// GIV-CXR: share of the image from which a box is `large` [key: givcxr_bbox_large]
+    #[arg(long, value_name = "SHARE")]
+    pub givcxr_bbox_large: Option<f64>,
     /// Patients per chunk (bounds memory; one commit per chunk) [key: chunk_patients; default:
     /// localize 500, map 5000, graph 2000, qa/judge/grade 100]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -1549,6 +1594,15 @@ impl SettingsArgs {
             (
                 "rexvqa_qc_per_1000",
                 self.rexvqa_qc_per_1000.map(|n| n.to_string()),
+            ),
+            ("givcxr_split", self.givcxr_split.clone()),
+            (
+                "givcxr_bbox_small",
+                self.givcxr_bbox_small.map(|v| v.to_string()),
+            ),
+            (
+                "givcxr_bbox_large",
+                self.givcxr_bbox_large.map(|v| v.to_string()),
             ),
             ("chunk_patients", self.chunk_patients.map(|n| n.to_string())),
             (

@@ -125,8 +125,12 @@ impl JudgeTask {
         }
         let answer = pair.answer.to_lowercase();
         let question = pair.question.to_lowercase();
-        let facts: Vec<_> = context.facts().into_iter().filter(|a| a.is_finding()).collect();
-        let abnormal = facts.iter().any(|a| a.present);
+        let facts: Vec<_> = context
+            .facts()
+            .into_iter()
+            .filter(|a| a.is_finding() || a.category == "texture")
+            .collect();
+        let abnormal = facts.iter().any(|a| a.present && a.is_finding());
         let mut supported = Vec::new();
         for fact in &facts {
             let in_answer = answer.find(&fact.value);
@@ -394,7 +398,11 @@ mod tests {
 
     #[test]
     fn the_heuristic_reads_pairs_against_the_facts() {
-        let facts = ["anatomicalfinding|yes|atelectasis", "anatomicalfinding|no|pneumothorax"];
+        let facts = [
+            "anatomicalfinding|yes|atelectasis",
+            "anatomicalfinding|no|pneumothorax",
+            "texture|yes|opacity",
+        ];
         let got = verdicts(
             &facts,
             &[
@@ -405,6 +413,7 @@ mod tests {
                 ("What else is seen in the right lung?", "A large pleural effusion is seen."),
                 ("What might be the reason for the absence of pneumothorax in the right lung?", "It was drained."),
                 ("Describe the right lung.", "The right lung is visible on the image."),
+                ("What is the texture of the right lung?", "An area of opacity texture."),
             ],
         );
         let expected = [
@@ -415,6 +424,7 @@ mod tests {
             (true, "unsupported"),
             (true, "reverse_negation"),
             (false, "no_claim"),
+            (false, "supported"),
         ];
         for (i, (got, want)) in got.iter().zip(expected).enumerate() {
             assert_eq!((got.0, got.1.as_str()), want, "pair {}", i + 1);

@@ -20,6 +20,7 @@ pub mod context;
 pub mod judge;
 pub mod offline;
 pub mod questions;
+pub mod split;
 pub mod text;
 pub mod vocab;
 

@@ -71,6 +71,8 @@ struct File {
     findings: Vec<Finding>,
     #[serde(default)]
     texture: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    normal: Vec<String>,
 }
 
 /// The loaded vocabularies with their lookups.
@@ -90,6 +92,7 @@ pub struct Vocabulary {
     /// One alternation of every finding's words (longest first), with the finding of each.
     words: Regex,
     word_findings: HashMap<String, usize>,
+    normal: Vec<String>,
 }
 
 impl Vocabulary {
@@ -196,6 +199,7 @@ impl Vocabulary {
             texture,
             words,
             word_findings,
+            normal: file.normal,
         })
     }
 
@@ -263,9 +267,148 @@ impl Vocabulary {
         out
     }
 
+    /// The clinical finding of a QA pair in a region context whose present findings are
+    /// `findings` (ids) and that has findings present at all when `abnormal` (mapped or not):
+    /// the first finding the question (then the answer) names that the context has; `normal` in
+    /// a region without findings; else the first finding the question names (an absent one
+    /// asked about); else the context's first; else the first the answer names; else None (the
+    /// pair is about findings outside the vocabulary).
+    pub fn clinical_finding<'a>(
+        &'a self,
+        question: &str,
+        answer: &str,
+        findings: &[&'a str],
+        abnormal: bool,
+    ) -> Option<&'a str> {
+        let asked = self.findings_in_text(question);
+        let answered = self.findings_in_text(answer);
+        if let Some(id) = asked.iter().chain(&answered).find(|id| findings.contains(id)) {
+            return Some(id);
+        }
+        if !abnormal {
+            return Some(NORMAL);
+        }
+        asked
+            .first()
+            .or(findings.first())
+            .or(answered.first())
+            .copied()
+    }
+
+    /// cxrlake findings that state normality (`clear lungs`): an observation of one is the
+    /// region's `nlp|yes|normal`, not a finding.
+    pub fn normal_findings(&self) -> &[String] {
+        &self.normal
+    }
+
     /// Whether `id` is a finding of the vocabulary or `normal`.
     pub fn is_finding(&self, id: &str) -> bool {
         id == NORMAL || self.findings.iter().any(|f| f.id == id)
+    }
+}
+
+/// How one name reaches a GIV-CXR region (a row of `givcxr_region_map`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MapRow {
+    /// The cxrlake region or ImaGenome box.
+    pub name: String,
+    /// `source` (listed by the region), `imagenome`, `ancestor` (through its nearest listed
+    /// ancestor in the refdefs hierarchy) or `unmapped`.
+    pub kind: &'static str,
+    /// The GIV-CXR region (None when unmapped).
+    pub region: Option<String>,
+    /// Its rank among the region's sources (sources only).
+    pub rank: Option<usize>,
+}
+
+/// Every cxrlake region resolved onto the vocabulary's regions.
+#[derive(Debug, Default)]
+pub struct RegionMap {
+    resolved: HashMap<String, (String, Option<usize>)>,
+    rows: Vec<MapRow>,
+}
+
+impl RegionMap {
+    /// Resolves `regions` (cxrlake region name, its parent) and the vocabulary's ImaGenome boxes:
+    /// a source maps to its region, any other region to the region of its nearest source
+    /// ancestor, or nowhere.
+    pub fn new(vocabulary: &Vocabulary, regions: &[(String, Option<String>)]) -> RegionMap {
+        let parents: HashMap<&str, &str> = regions
+            .iter()
+            .filter_map(|(name, parent)| Some((name.as_str(), parent.as_deref()?)))
+            .collect();
+        let mut map = RegionMap::default();
+        for region in vocabulary.regions() {
+            for (rank, source) in region.sources.iter().enumerate() {
+                map.add(source, "source", Some(&region.id), Some(rank));
+            }
+        }
+        for region in vocabulary.regions() {
+            for name in &region.imagenome {
+                if !map.resolved.contains_key(name) {
+                    map.add(name, "imagenome", Some(&region.id), None);
+                }
+            }
+        }
+        let mut names: Vec<&str> = regions.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort();
+        for name in names {
+            if map.resolved.contains_key(name) {
+                continue;
+            }
+            let mut at = parents.get(name).copied();
+            let mut seen = 0;
+            let found = loop {
+                match at {
+                    Some(parent) if seen < 64 => match vocabulary.source(parent) {
+                        Some((region, _)) => break Some(region.id.clone()),
+                        None => {
+                            at = parents.get(parent).copied();
+                            seen += 1;
+                        }
+                    },
+                    _ => break None,
+                }
+            };
+            match found {
+                Some(region) => map.add(name, "ancestor", Some(&region), None),
+                None => map.rows.push(MapRow {
+                    name: name.to_string(),
+                    kind: "unmapped",
+                    region: None,
+                    rank: None,
+                }),
+            }
+        }
+        map
+    }
+
+    fn add(&mut self, name: &str, kind: &'static str, region: Option<&str>, rank: Option<usize>) {
+        if let Some(region) = region {
+            self.resolved
+                .insert(name.to_string(), (region.to_string(), rank));
+        }
+        self.rows.push(MapRow {
+            name: name.to_string(),
+            kind,
+            region: region.map(str::to_string),
+            rank,
+        });
+    }
+
+    /// The region `name` (a cxrlake region or an ImaGenome box) belongs to.
+    pub fn region(&self, name: &str) -> Option<&str> {
+        self.resolved.get(name).map(|(region, _)| region.as_str())
+    }
+
+    /// The rank of `name` among its region's sources, when it is one.
+    pub fn source_rank(&self, name: &str) -> Option<usize> {
+        self.resolved.get(name).and_then(|(_, rank)| *rank)
+    }
+
+    /// The mapping, one row per name.
+    pub fn rows(&self) -> &[MapRow] {
+        &self.rows
     }
 }
 
@@ -322,6 +465,48 @@ mod tests {
         );
         assert!(v.findings_in_text("The right lung appears clear.").is_empty());
         assert!(v.is_finding("normal") && v.is_finding("nodule_mass") && !v.is_finding("x"));
+    }
+
+    #[test]
+    fn regions_resolve_through_their_nearest_source_ancestor() {
+        let v = Vocabulary::embedded().unwrap();
+        let regions = vec![
+            ("right lung".to_string(), Some("lungs".to_string())),
+            ("superior segment of the right lower lobe".to_string(), Some("right lower lobe".to_string())),
+            ("right lower lobe".to_string(), Some("right lung".to_string())),
+            ("sternum".to_string(), Some("bony thorax".to_string())),
+        ];
+        let map = RegionMap::new(&v, &regions);
+        assert_eq!(map.region("superior segment of the right lower lobe"), Some("right_lower_lobe"));
+        assert_eq!(map.source_rank("superior segment of the right lower lobe"), None);
+        assert_eq!(map.source_rank("right hemithorax"), Some(1));
+        assert_eq!(map.region("right hilar structures"), Some("right_hilar_structures"));
+        assert_eq!(map.region("sternum"), None);
+        let kinds = |kind: &str| map.rows().iter().filter(|r| r.kind == kind).count();
+        assert_eq!(kinds("unmapped"), 1);
+        assert_eq!(kinds("ancestor"), 1);
+        let covered: std::collections::BTreeSet<_> =
+            map.rows().iter().filter_map(|r| r.region.as_deref()).collect();
+        assert_eq!(covered.len(), 36);
+    }
+
+    #[test]
+    fn every_pair_gets_one_clinical_finding_or_none() {
+        let v = Vocabulary::embedded().unwrap();
+        let f = |q: &str, a: &str, findings: &[&str], abnormal: bool| {
+            v.clinical_finding(q, a, findings, abnormal).map(str::to_string)
+        };
+        let present = ["atelectasis", "pleural_effusion"];
+        assert_eq!(f("Is there an effusion?", "Yes.", &present, true).as_deref(), Some("pleural_effusion"));
+        assert_eq!(f("What is seen?", "Atelectasis.", &present, true).as_deref(), Some("atelectasis"));
+        assert_eq!(f("Is there a pneumothorax?", "No.", &[], false).as_deref(), Some("normal"));
+        assert_eq!(f("Is there a pneumothorax?", "No.", &present, true).as_deref(), Some("pneumothorax"));
+        assert_eq!(f("What is seen?", "Widening.", &present, true).as_deref(), Some("atelectasis"));
+        assert_eq!(f("What is seen?", "Widening.", &[], true), None);
+        assert_eq!(
+            f("How is the texture?", "An area of opacity.", &["pleural_effusion"], true).as_deref(),
+            Some("pleural_effusion")
+        );
     }
 
     #[test]

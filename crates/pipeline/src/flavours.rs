@@ -42,6 +42,13 @@ pub const FLAVOURS: &[Flavour] = &[
           near-duplicate removal, balanced answer positions, stratified QC sample",
         stages: crate::rexvqa::stages,
     },
+    Flavour {
+        name: "givcxr",
+        doc: "GIV-CXR (paper 002): region contexts per frontal image over 36 anatomical regions, \
+          region-specific questions and answers (prompts P1/P2 or offline), hallucination judge \
+          (P3, reverse negation), rejects, review queue, patient-disjoint split",
+        stages: crate::givcxr::stages,
+    },
 ];
 
 /// The flavours `names` (comma separated) selects; an unknown name lists the flavours.

@@ -31,6 +31,7 @@ mod progress;
 pub mod qa;
 pub mod refdefs;
 pub mod rexvqa;
+pub mod givcxr;
 mod runner;
 pub mod scope;
 pub mod settings;

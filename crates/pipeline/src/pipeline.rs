@@ -441,6 +441,7 @@ impl Pipeline {
         crate::extract::extractor_id(self)?;
         crate::mimic_cxr_vqa::lint_policy(self)?;
         crate::rexvqa::duplicate_threshold(self)?;
+        crate::givcxr::check_settings(self)?;
         let flavours = !self.config().flavours.is_empty();
         if let Some(llm) = self.llm()?
             && (self.config().extractor == "llm"

@@ -50,6 +50,9 @@ pub const RESULT_KEYS: &[&str] = &[
     "rexvqa_min_explanation",
     "rexvqa_duplicate_threshold",
     "rexvqa_qc_per_1000",
+    "givcxr_split",
+    "givcxr_bbox_small",
+    "givcxr_bbox_large",
 ];
 
 /// Settings that name a folder or file: stored as absolute paths, checked when reused.

@@ -35,14 +35,18 @@ pub struct RatingsAdded {
     pub replaced: usize,
     /// Ratings in the table afterwards.
     pub total: usize,
+    /// The table they went to.
+    pub table: &'static str,
+    /// What a row is (`ratings`, `reviews`).
+    pub unit: &'static str,
 }
 
 impl std::fmt::Display for RatingsAdded {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{TABLE}: {} ratings added ({} replaced), {} in all",
-            self.added, self.replaced, self.total
+            "{}: {} {} added ({} replaced), {} in all",
+            self.table, self.added, self.unit, self.replaced, self.total
         )
     }
 }
@@ -173,6 +177,8 @@ pub async fn add_ratings(lake: &Lake, path: &Path) -> Result<RatingsAdded> {
         added,
         replaced,
         total,
+        table: TABLE,
+        unit: "ratings",
     })
 }
 

@@ -4,6 +4,7 @@ mod evaluate;
 mod evaluations;
 mod extract;
 mod gemex;
+mod givcxr;
 mod graph;
 mod incremental;
 mod judge;

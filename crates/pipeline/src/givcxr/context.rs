@@ -1,0 +1,82 @@
+//! The `givcxr_context` stage (`sql/givcxr/context.sql`): `givcxr_regions`, one region context
+//! per frontal image and GIV-CXR region with facts, from the scene graphs' observations and the
+//! Chest ImaGenome boxes' attributes and phrases, with the region's box and the patient's split
+//! (paper 002, supplement section 3.1).
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use cxrlake_udfs::givcxr::{
+    GivcxrFindingFunc, GivcxrRegionFunc, GivcxrSplitFunc, GivcxrTextureFunc, Lookup,
+};
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::ScalarUDF;
+
+use crate::error::Result;
+use crate::pipeline::Pipeline;
+use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
+
+/// The stage's declaration.
+pub static DEF: StageDef = StageDef {
+    name: "givcxr_context",
+    doc: "givcxr_regions: one region context per frontal image and GIV-CXR region with facts",
+    sql: include_str!("../../../../sql/givcxr/context.sql"),
+    inputs: &["scene_graphs", "images", "region_boxes", "imagenome_boxes"],
+    side_inputs: &[],
+    outputs: &["givcxr_regions"],
+    settings: &["refdefs", "seed", "givcxr_split", "chunk_patients"],
+    chunking: Chunking::Patients { default: 2000 },
+    writes: Writes::Replace,
+    coverage: Coverage::PerStudy,
+    detects_changes: true,
+    reads_synonyms: true,
+};
+
+/// The `givcxr_context` stage.
+#[derive(Debug)]
+pub struct Context;
+
+#[async_trait]
+impl Stage for Context {
+    fn def(&self) -> &'static StageDef {
+        &DEF
+    }
+
+    async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
+        Ok(BTreeMap::from([
+            (
+                "vocabulary".into(),
+                super::vocabulary(pipeline)?.version().to_string(),
+            ),
+            ("refdefs".into(), pipeline.defs().fingerprint().to_string()),
+        ]))
+    }
+
+    async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
+        let vocabulary = super::vocabulary(pipeline)?;
+        let version = vocabulary.version().to_string();
+        let map = super::region_map(pipeline, &vocabulary);
+        let normal = vocabulary.normal_findings().join("|");
+        Ok(Prepared::new(
+            vec![
+                ScalarUDF::from(GivcxrRegionFunc::new(map.clone(), &version, Lookup::Region)),
+                ScalarUDF::from(GivcxrRegionFunc::new(map, &version, Lookup::SourceRank)),
+                ScalarUDF::from(GivcxrFindingFunc::new(vocabulary.clone())),
+                ScalarUDF::from(GivcxrTextureFunc::new(vocabulary)),
+                ScalarUDF::from(GivcxrSplitFunc::new(
+                    super::split(pipeline)?,
+                    pipeline.config().seed,
+                )),
+            ],
+            vec![("normal_findings", ScalarValue::from(normal))],
+        ))
+    }
+
+    fn describe(&self, report: &StageReport) -> String {
+        format!(
+            "givcxr_context: {} region contexts in {:.1} s",
+            report.rows("givcxr_regions"),
+            report.seconds,
+        )
+    }
+}
