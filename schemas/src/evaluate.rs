@@ -9,7 +9,7 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use crate::types::{key, text};
 
 /// The evaluation tables, one per `cxrlake evaluate <kind>`.
-pub const EVAL_TABLES: [&str; 7] = [
+pub const EVAL_TABLES: [&str; 8] = [
     "eval_labels",
     "eval_boxes",
     "eval_radstruct",
@@ -17,6 +17,7 @@ pub const EVAL_TABLES: [&str; 7] = [
     "eval_gemex",
     "eval_choice",
     "eval_agreement",
+    "eval_givcxr_bias",
 ];
 
 /// One score of one evaluation (key: eval_id, system, scope, name, metric).

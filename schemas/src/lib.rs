@@ -461,6 +461,14 @@ pub const TABLES: &[TableDef] = &[
         doc: "evaluation: rater agreement (Cohen's and Fleiss' kappa, Gwet's AC1/AC2)",
         schema: evaluate::eval_scores,
     },
+    TableDef {
+        name: "eval_givcxr_bias",
+        key: &["eval_id", "system", "scope", "name", "metric"],
+        replace_by: None,
+        deletion_vectors: false,
+        doc: "evaluation: GIV-CXR bias, scores of common vs rare findings and locations",
+        schema: evaluate::eval_scores,
+    },
 ];
 
 /// Looks up a table definition by name.

@@ -202,6 +202,24 @@ pub enum EvaluateCommand {
         #[command(flatten)]
         common: EvalArgs,
     },
+    /// GIV-CXR bias analysis (paper 002, tables 6 and 7): per model, scores of pairs about
+    /// common against rare findings and locations: means, difference (common − rare) with its
+    /// bootstrap CI, permutation-test p-value (as many permutations as --n-boot, default
+    /// 10,000 here) and Cohen's d
+    #[command(mut_arg("n_boot", |a| a.default_value("10000")))]
+    GivcxrBias {
+        /// Scores per pair: qa_id, score (e.g. G-Eval 1–5)[, model (default: the file name)]
+        /// (.csv, .jsonl or .parquet), joined to givcxr_dataset [default: the judge's verdicts
+        /// on givcxr_qa, score 1 − is_hallucination, model judge:<judge>]
+        #[arg(long, value_name = "FILE")]
+        scores: Option<PathBuf>,
+        /// A finding or region is rare when its share of the scored pairs is below this
+        /// (cxrlake's rule: the paper does not define rare); findings leave out `normal`
+        #[arg(long, default_value_t = eval::DEFAULT_RARE_SHARE, value_name = "SHARE")]
+        rare_share: f64,
+        #[command(flatten)]
+        common: EvalArgs,
+    },
 }
 
 impl EvaluateCommand {
@@ -419,6 +437,23 @@ impl EvaluateCommand {
                     eval: common.options()?,
                 };
                 (eval::rater_agreement(lake, &options).await?, common)
+            }
+            EvaluateCommand::GivcxrBias {
+                scores,
+                rare_share,
+                common,
+            } => {
+                if !(*rare_share > 0.0 && *rare_share < 1.0) {
+                    return Err(CliError::Usage(format!(
+                        "--rare-share must be within (0, 1), got {rare_share}"
+                    )));
+                }
+                let options = eval::GivcxrBiasOptions {
+                    scores: scores.clone(),
+                    rare_share: *rare_share,
+                    eval: common.options()?,
+                };
+                (eval::givcxr_bias(lake, &options).await?, common)
             }
         };
         evaluation.commit(lake).await?;

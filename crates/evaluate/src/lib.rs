@@ -10,6 +10,8 @@
 //!  GEMeX          ──► assign     (A-score, V-score with Hungarian matching)
 //!  ratings        ──► agreement  (Cohen's kappa, weighted Fleiss' kappa, Gwet's AC1/AC2)
 //!  any score      ──► bootstrap  (95 % percentile CI over items, paired differences)
+//!  two groups     ──► permutation (mean difference: two-sample bootstrap CI, permutation test,
+//!                                  Cohen's d)
 //! ```
 
 pub mod agreement;
@@ -18,6 +20,7 @@ pub mod bootstrap;
 pub mod classify;
 mod error;
 pub mod masks;
+pub mod permutation;
 pub mod radstruct;
 pub mod text;
 

@@ -67,7 +67,7 @@ static SUBJECTIVE: LazyLock<Regex> = LazyLock::new(|| {
     regex(r"(?i)(\bis my\b|\bmy condition\b|\bshould i\b|\bam i\b|\bconcerned\b|\bworried\b|why is this happening)")
 });
 static REGION_WORDS: LazyLock<Regex> = LazyLock::new(|| {
-    regex(r"(?i)\b(this|the marked|the given|the highlighted|the indicated) (region|zone|area|structure|location)\b")
+    regex(r"(?i)\b(this|that|the|given|marked|highlighted|indicated|x-ray) (region|zone|area|structure|location)\b")
 });
 
 /// The guideline breaches of a question (prompt P1), as lint codes: `mentions_report`,
@@ -170,6 +170,11 @@ mod tests {
         );
         assert!(question_lint("Is there a finding at the right hilum?", "right hilar structures").is_empty());
         assert!(question_lint("Is the left lung base clear?", "left lung base").is_empty());
+        assert!(question_lint("What is the texture in the region?", "spine").is_empty());
+        assert_eq!(
+            question_lint("What is the cause of the abnormality?", "right lung"),
+            vec!["not_region_specific"]
+        );
         assert_eq!(answer_lint("As mentioned in the report, it is clear."), vec!["answer_mentions_report"]);
     }
 

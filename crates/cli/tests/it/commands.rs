@@ -46,7 +46,7 @@ fn init_then_sql_tables_and_status() {
     let init = cxrlake(&lake, &["init"]);
     assert!(init.status.success(), "{}", stderr(&init));
     assert!(
-        stdout(&init).contains("created 42 tables"),
+        stdout(&init).contains("created 53 tables"),
         "{}",
         stdout(&init)
     );

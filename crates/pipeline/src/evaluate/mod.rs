@@ -10,6 +10,7 @@
 //!  scene_graphs + images + reference boxes CSV ──► boxes  ──┤
 //!  qa | predictions file (JSON/Parquet)         ──► radstruct, text, gemex, choice
 //!  ratings CSV (item, rater, value)             ──► agreement
+//!  scores file | givcxr_verdicts + givcxr_qa    ──► givcxr_bias (common vs rare groups)
 //!                                                           └─► Evaluation ──► eval_<kind>
 //!  ground_truth.jsonl (synthetic corpus)        ──► truth (TruthReport, printed only)
 //! ```
@@ -22,6 +23,7 @@ mod agreement;
 mod boxes;
 mod choice;
 mod gemex;
+mod givcxr_bias;
 mod labels;
 mod radstruct;
 mod scores;
@@ -32,6 +34,7 @@ pub use agreement::{AgreementOptions, RatingsSource, rater_agreement};
 pub use boxes::{BoxOptions, boxes_vs_reference};
 pub use choice::{ChoiceOptions, choice_accuracy};
 pub use gemex::{GemexOptions, gemex_scores};
+pub use givcxr_bias::{DEFAULT_RARE_SHARE, GivcxrBiasOptions, givcxr_bias};
 pub use labels::{LabelOptions, LabelSource, Uncertain, labels_vs_scene_graphs};
 pub use radstruct::{Entailer, LlmEntail, LlmEntailer, RadStructOptions, radstruct_scores};
 pub use scores::{EvalOptions, Evaluation, Score};

@@ -27,6 +27,11 @@ use crate::sql::collect;
 /// The table reviews go to.
 pub const TABLE: &str = "givcxr_reviews";
 
+/// A review's key: qa_id, reviewer.
+type Key = (String, String);
+/// A review: accepted, comment, source file.
+type Review = (bool, String, String);
+
 /// The verdict a cell states.
 fn accepted(text: &str) -> Option<bool> {
     match text.trim().to_ascii_lowercase().as_str() {
@@ -109,7 +114,7 @@ pub async fn add_reviews(lake: &Lake, path: &Path) -> Result<RatingsAdded> {
         )
         .await?,
     )?;
-    let mut all: BTreeMap<(String, String), (bool, String, String)> = BTreeMap::new();
+    let mut all: BTreeMap<Key, Review> = BTreeMap::new();
     let mut replaced = 0;
     for row in old {
         if let [qa_id, reviewer, verdict, comment, from] = row.as_slice() {
@@ -128,7 +133,7 @@ pub async fn add_reviews(lake: &Lake, path: &Path) -> Result<RatingsAdded> {
     for (key, (verdict, comment)) in new {
         all.insert(key, (verdict, comment, source.clone()));
     }
-    let column = |pick: fn(&(String, String), &(bool, String, String)) -> String| {
+    let column = |pick: fn(&Key, &Review) -> String| {
         Arc::new(StringArray::from(
             all.iter().map(|(k, v)| pick(k, v)).collect::<Vec<_>>(),
         )) as _
