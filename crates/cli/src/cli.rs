@@ -347,6 +347,27 @@ pub enum ExportCommand {
         #[arg(long = "where", value_name = "PREDICATE")]
         filter: Option<String>,
     },
+    /// The GIV-CXR flavour (`run --flavour givcxr`, paper 002): the exported region-grounded QA
+    /// pairs in the release layout, givcxr/<split>.json ({"version", "split", "data": [records
+    /// with image_id, anatomical_region, bbox in original pixels, question, answer, …]}),
+    /// givcxr/<split>.parquet and givcxr/manifest.json; with --sample also the training subsets
+    /// givcxr/subsets/sample-<N>-seed-<S>/bbox_input.jsonl and bbox_output.jsonl (LLaVA style,
+    /// boxes in the 384 × 384 frame)
+    Givcxr {
+        /// Output folder
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// Only the QA pairs matching this SQL predicate over givcxr_dataset columns, e.g.
+        /// "region = 'right_lung' AND bbox_size_category = 'small'"
+        #[arg(long = "where", value_name = "PREDICATE")]
+        filter: Option<String>,
+        /// Also write the training subsets: N train pairs drawn by a seeded hash (all if fewer)
+        #[arg(long, value_name = "N")]
+        sample: Option<usize>,
+        /// Seed of the --sample draw
+        #[arg(long, default_value_t = 0, value_name = "S", requires = "sample")]
+        seed: u64,
+    },
 }
 
 impl Command {
@@ -373,7 +394,8 @@ impl ExportCommand {
             | Self::Release { out, .. }
             | Self::Gemex { out, .. }
             | Self::MimicCxrVqa { out, .. }
-            | Self::Rexvqa { out, .. } => out,
+            | Self::Rexvqa { out, .. }
+            | Self::Givcxr { out, .. } => out,
         }
     }
 }
@@ -806,6 +828,22 @@ impl Cli {
                         let summary = cxrlake_export::export_rexvqa(&lake, &export).await?;
                         say(out, format_args!("{summary}"))
                     }
+                    ExportCommand::Givcxr {
+                        out: dir,
+                        filter,
+                        sample,
+                        seed,
+                    } => {
+                        let mut export = cxrlake_export::GivcxrExport::new(dir.clone());
+                        if let Some(filter) = filter {
+                            export = export.with_filter(filter.clone());
+                        }
+                        if let Some(pairs) = sample {
+                            export = export.with_sample(*pairs, *seed);
+                        }
+                        let summary = cxrlake_export::export_givcxr(&lake, &export).await?;
+                        say(out, format_args!("{summary}"))
+                    }
                 }
             }
             Command::Demo(options) => demo(&lake, options, !self.quiet, out).await,
@@ -1111,7 +1149,7 @@ async fn demo(
     // Every stage, incremental: a rerun of the demo on its own lake recomputes nothing.
     let pipeline = cxrlake_pipeline::Pipeline::builder(lake.clone())
         .reuse_stored_settings(false)
-        .set("cxrlake.flavours", "gemex,mimic_cxr_vqa,rexvqa")?
+        .set("cxrlake.flavours", "gemex,mimic_cxr_vqa,rexvqa,givcxr")?
         .progress(progress)
         .open()
         .await?;
@@ -1160,6 +1198,11 @@ async fn demo(
     say(
         out,
         format_args!("{}\n", cxrlake_export::export_rexvqa(lake, &rexvqa).await?),
+    )?;
+    let givcxr = cxrlake_export::GivcxrExport::new(&options.flavours);
+    say(
+        out,
+        format_args!("{}\n", cxrlake_export::export_givcxr(lake, &givcxr).await?),
     )?;
 
     let truth = options.corpus.join("ground_truth.jsonl");
@@ -1273,6 +1316,24 @@ async fn demo(
         format_args!("\nReXVQA correct-answer positions (sql/stats/rexvqa_positions.sql):"),
     )?;
     sql(lake, stat("rexvqa_positions"), Format::Table, None, out).await?;
+    say(
+        out,
+        format_args!(
+            "\nGIV-CXR QA pairs kept and rejected, by reason (givcxr_dataset, givcxr_rejects):"
+        ),
+    )?;
+    let query = "SELECT 'kept' AS outcome, count(*) AS qa_pairs FROM givcxr_dataset \
+                 UNION ALL SELECT 'rejected: ' || reason, count(*) \
+                 FROM (SELECT unnest(reasons) AS reason FROM givcxr_rejects) GROUP BY reason \
+                 ORDER BY qa_pairs DESC";
+    sql(lake, query, Format::Table, None, out).await?;
+    say(
+        out,
+        format_args!(
+            "\nGIV-CXR QA pairs per clinical finding, multi-label (sql/stats/givcxr_findings.sql):"
+        ),
+    )?;
+    sql(lake, stat("givcxr_findings"), Format::Table, None, out).await?;
     say(out, format_args!("\nreference vocabulary by category:"))?;
     let query = "SELECT category, count(*) AS findings, sum(array_length(synonyms)) AS synonyms \
                  FROM ref_findings GROUP BY category ORDER BY category";

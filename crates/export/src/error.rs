@@ -12,6 +12,7 @@ fn stage_of(table: &str) -> &'static str {
         "gemex_qa" => "--flavour gemex gemex_generate",
         "mimic_cxr_vqa_qa" => "--flavour mimic_cxr_vqa mimic_cxr_vqa_answer",
         "rexvqa_questions" => "--flavour rexvqa rexvqa_filter",
+        "givcxr_dataset" => "--flavour givcxr givcxr_filter",
         _ => "graph",
     }
 }

@@ -21,7 +21,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde_json::Value;
+use serde::Serialize;
 
 use crate::error::{ExportError, Result};
 
@@ -165,17 +165,29 @@ impl Drop for TempFile {
 }
 
 /// A JSON array file being written (one record per line) to a hidden temporary file, renamed
-/// into place by [`JsonArray::finish`].
+/// into place by [`JsonArray::finish`]. The array is the whole file, or sits in an envelope
+/// ([`JsonArray::open_enveloped`]).
 pub(crate) struct JsonArray {
     writer: BufWriter<File>,
     temp: PathBuf,
     target: PathBuf,
     first: bool,
+    suffix: &'static [u8],
 }
 
 impl JsonArray {
     /// Starts the array of `target`.
     pub(crate) fn open(target: PathBuf) -> Result<Self> {
+        Self::open_enveloped(target, b"[", b"\n]\n")
+    }
+
+    /// Starts the array of `target` inside an envelope: `prefix` ends with the array's `[`,
+    /// `suffix` (written by [`JsonArray::finish`]) starts with a newline and its `]`.
+    pub(crate) fn open_enveloped(
+        target: PathBuf,
+        prefix: &[u8],
+        suffix: &'static [u8],
+    ) -> Result<Self> {
         let temp = hidden_temp(&target)?;
         let file = File::create(&temp).map_err(|source| ExportError::Io {
             path: temp.clone(),
@@ -186,8 +198,9 @@ impl JsonArray {
             temp,
             target,
             first: true,
+            suffix,
         };
-        output.write(b"[")?;
+        output.write(prefix)?;
         Ok(output)
     }
 
@@ -201,7 +214,7 @@ impl JsonArray {
     }
 
     /// Appends one record.
-    pub(crate) fn record(&mut self, value: &Value) -> Result<()> {
+    pub(crate) fn record(&mut self, value: &impl Serialize) -> Result<()> {
         let separator: &[u8] = if self.first { b"\n" } else { b",\n" };
         self.first = false;
         self.write(separator)?;
@@ -214,9 +227,9 @@ impl JsonArray {
         &self.target
     }
 
-    /// Closes the array and renames the file into place; its size.
+    /// Closes the array (and its envelope) and renames the file into place; its size.
     pub(crate) fn finish(mut self) -> Result<u64> {
-        self.write(b"\n]\n")?;
+        self.write(self.suffix)?;
         let io = |path: &Path| {
             let path = path.to_path_buf();
             move |source| ExportError::Io { path, source }

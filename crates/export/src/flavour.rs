@@ -1,6 +1,7 @@
-//! What the flavour exports (`gemex.rs`, `mimic_cxr_vqa.rs`, `rexvqa.rs`) share: a table
-//! streamed as one JSON object per row, the split a row's files go to, the error naming a row
-//! that cannot be exported, the JSON and Parquet files per split, and their summary.
+//! What the flavour exports (`gemex.rs`, `mimic_cxr_vqa.rs`, `rexvqa.rs`, `givcxr.rs`) share: a
+//! table streamed as one JSON object per row, the split a row's files go to, the error naming a
+//! row that cannot be exported, the JSON (an array, or GIV-CXR's versioned envelope) and Parquet
+//! files per split, and their summary.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use datafusion::arrow::json::LineDelimitedWriter;
 use datafusion::dataframe::DataFrameWriteOptions;
 use datafusion::prelude::{DataFrame, col, lit};
 use futures::StreamExt;
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{ExportError, Result};
@@ -30,10 +32,44 @@ pub(crate) struct SplitExport<'a> {
 /// Writes `frame`'s rows under `out_dir/<flavour>/`: `<split>.json`, a JSON array of `render`ed
 /// records, and `<split>.parquet`, the rows themselves (rows without a split go to `none`).
 /// Files are written to hidden temporary files and renamed into place when complete.
-pub(crate) async fn write_splits(
+pub(crate) async fn write_splits<R: Serialize>(
     frame: DataFrame,
     export: SplitExport<'_>,
-    mut render: impl FnMut(&Value) -> std::result::Result<Value, String>,
+    render: impl FnMut(&Value) -> std::result::Result<R, String>,
+) -> Result<SplitFiles> {
+    write_splits_in(frame, export, None, render).await
+}
+
+/// [`write_splits`] with each `<split>.json` one object holding the records under `data`:
+/// `{"version": "<version>", "split": "<split>", "data": [records]}`.
+pub(crate) async fn write_versioned_splits<R: Serialize>(
+    frame: DataFrame,
+    export: SplitExport<'_>,
+    version: &str,
+    render: impl FnMut(&Value) -> std::result::Result<R, String>,
+) -> Result<SplitFiles> {
+    write_splits_in(frame, export, Some(version), render).await
+}
+
+/// The JSON file of `split` at `target`: an array, or with a `version` the envelope of
+/// [`write_versioned_splits`].
+pub(crate) fn open_split(target: PathBuf, split: &str, version: Option<&str>) -> Result<JsonArray> {
+    let Some(version) = version else {
+        return JsonArray::open(target);
+    };
+    let prefix = format!(
+        "{{\"version\": {}, \"split\": {}, \"data\": [",
+        Value::from(version),
+        Value::from(split)
+    );
+    JsonArray::open_enveloped(target, prefix.as_bytes(), b"\n]}\n")
+}
+
+async fn write_splits_in<R: Serialize>(
+    frame: DataFrame,
+    export: SplitExport<'_>,
+    version: Option<&str>,
+    mut render: impl FnMut(&Value) -> std::result::Result<R, String>,
 ) -> Result<SplitFiles> {
     let started = Instant::now();
     let dir = export.out_dir.join(export.flavour);
@@ -48,7 +84,7 @@ pub(crate) async fn write_splits(
         let split = split_of(&value);
         if !outputs.contains_key(&split) {
             let target = dir.join(format!("{split}.json"));
-            outputs.insert(split.clone(), JsonArray::open(target)?);
+            outputs.insert(split.clone(), open_split(target, &split, version)?);
         }
         if let Some(output) = outputs.get_mut(&split) {
             output.record(&rendered)?;
@@ -192,6 +228,7 @@ pub(crate) fn record_error(
         row,
         question_id: value
             .get("question_id")
+            .or_else(|| value.get("qa_id"))
             .and_then(Value::as_str)
             .map(str::to_string),
         reason,

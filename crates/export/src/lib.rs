@@ -4,7 +4,9 @@
 //! the FT/PT/A+/A++ subsets (frontal images only) as Parquet and in the PhysioNet layout
 //! (zips of these JSON files, seven flat metadata tables, `quality_mappings.csv`). [`gemex`]
 //! writes the GEMeX flavour's `gemex_qa` table as GEMeX JSON and LLaVA instruction data,
-//! [`mimic_cxr_vqa`] and [`rexvqa`] those flavours' tables as JSON and Parquet per split;
+//! [`mimic_cxr_vqa`] and [`rexvqa`] those flavours' tables as JSON and Parquet per split,
+//! [`givcxr`] GIV-CXR's `givcxr_dataset` in its release layout (one versioned JSON object per
+//! split, Parquet, a manifest) with its seeded bbox-as-input/output training subsets;
 //! [`import`] reads a release back into a lake.
 //!
 //! ```text
@@ -65,6 +67,7 @@ pub mod error;
 mod files;
 pub mod flavour;
 pub mod gemex;
+pub mod givcxr;
 pub mod import;
 mod inflight;
 mod layout;
@@ -82,6 +85,7 @@ mod writer;
 pub use error::{ExportError, Result};
 pub use flavour::SplitFiles;
 pub use gemex::{GemexExport, GemexFormat, GemexSummary, export_gemex};
+pub use givcxr::{GivcxrExport, GivcxrSummary, export_givcxr};
 pub use import::{ImportSummary, ReleaseImport, import_release};
 pub use mimic_cxr_vqa::{MimicVqaExport, MimicVqaSummary, export_mimic_cxr_vqa};
 pub use qa::{QA_SUFFIX, QaExport, export_qa, qa_path};

@@ -133,7 +133,7 @@ mod tests {
     use super::*;
 
     fn task() -> AnswersTask {
-        AnswersTask::new(Arc::new(crate::prompts().unwrap())).unwrap()
+        AnswersTask::new(Arc::new(crate::prompts().expect("fixture"))).expect("fixture")
     }
 
     fn row() -> Value {
@@ -146,21 +146,31 @@ mod tests {
     fn answers_must_match_the_questions_one_to_one() {
         let err = task()
             .check(&row(), &json!({"answers": ["No."]}))
-            .unwrap_err();
+            .expect_err("an error");
         assert!(err.starts_with("1 answers for 2 questions"), "{err}");
         let records = task()
-            .check(&row(), &json!({"answers": ["No.", "As the report states, yes."]}))
-            .unwrap();
+            .check(
+                &row(),
+                &json!({"answers": ["No.", "As the report states, yes."]}),
+            )
+            .expect("fixture");
         assert_eq!(records[1]["position"], 2);
         assert_eq!(records[1]["lint"], json!(["answer_mentions_report"]));
-        let values = task().placeholders(&row()).unwrap();
-        assert!(values.iter().any(|(k, v)| *k == "QUESTIONS" && v.starts_with("1. Is there")));
+        let values = task().placeholders(&row()).expect("fixture");
+        assert!(
+            values
+                .iter()
+                .any(|(k, v)| *k == "QUESTIONS" && v.starts_with("1. Is there"))
+        );
     }
 
     #[test]
     fn offline_answers_one_per_question() {
-        let records = task().offline(&row()).unwrap();
+        let records = task().offline(&row()).expect("fixture");
         assert_eq!(records.len(), 2);
-        assert_eq!(records[0]["answer"], "No, there is no pneumothorax in the left lung.");
+        assert_eq!(
+            records[0]["answer"],
+            "No, there is no pneumothorax in the left lung."
+        );
     }
 }

@@ -179,13 +179,16 @@ mod tests {
                            "disease|yes|pneumonia", "nlp|yes|abnormal", "bad attribute"],
             "texture": ["texture|yes|opacity"], "phrases": null
         }))
-        .unwrap();
+        .expect("fixture");
         assert_eq!(c.positives(), vec!["atelectasis", "pneumonia"]);
         assert_eq!(c.negatives(), vec!["pneumothorax"]);
         assert_eq!(c.diseases(), vec!["pneumonia"]);
         assert_eq!(c.textures(), vec!["opacity"]);
         assert_eq!(c.location(), "[243, 175, 875, 643] (right lung)");
         assert!(Context::from_row(&json!({"region": "x"})).is_err());
-        assert_eq!(join_and(&["a".into(), "b".into(), "c".into()]), "a, b and c");
+        assert_eq!(
+            join_and(&["a".into(), "b".into(), "c".into()]),
+            "a, b and c"
+        );
     }
 }

@@ -202,7 +202,10 @@ impl JudgeTask {
             .collect();
         if !supported.is_empty() || (calls_normal && !abnormal) {
             let reason = if supported.is_empty() {
-                format!("The {} is described as normal, as its facts say.", context.region_name)
+                format!(
+                    "The {} is described as normal, as its facts say.",
+                    context.region_name
+                )
             } else {
                 format!("Supported by the facts: {}.", supported.join(", "))
             };
@@ -371,10 +374,10 @@ mod tests {
 
     fn task() -> JudgeTask {
         JudgeTask::new(
-            Arc::new(crate::prompts().unwrap()),
-            Arc::new(Vocabulary::embedded().unwrap()),
+            Arc::new(crate::prompts().expect("fixture")),
+            Arc::new(Vocabulary::embedded().expect("fixture")),
         )
-        .unwrap()
+        .expect("fixture")
     }
 
     fn row(attributes: &[&str], pairs: &[(&str, &str)]) -> Value {
@@ -390,9 +393,14 @@ mod tests {
     fn verdicts(attributes: &[&str], pairs: &[(&str, &str)]) -> Vec<(bool, String)> {
         task()
             .offline(&row(attributes, pairs))
-            .unwrap()
+            .expect("fixture")
             .iter()
-            .map(|v| (v["is_hallucination"].as_bool().unwrap(), v["rule"].as_str().unwrap().to_string()))
+            .map(|v| {
+                (
+                    v["is_hallucination"].as_bool().expect("fixture"),
+                    v["rule"].as_str().expect("fixture").to_string(),
+                )
+            })
             .collect()
     }
 
@@ -406,14 +414,38 @@ mod tests {
         let got = verdicts(
             &facts,
             &[
-                ("What is seen in the right lung?", "The right lung shows atelectasis."),
-                ("Is there a pneumothorax in the right lung?", "No, there is no pneumothorax."),
-                ("Is there a pneumothorax in the right lung?", "Yes, a small pneumothorax is seen."),
-                ("Is the right lung normal?", "The right lung appears normal."),
-                ("What else is seen in the right lung?", "A large pleural effusion is seen."),
-                ("What might be the reason for the absence of pneumothorax in the right lung?", "It was drained."),
-                ("Describe the right lung.", "The right lung is visible on the image."),
-                ("What is the texture of the right lung?", "An area of opacity texture."),
+                (
+                    "What is seen in the right lung?",
+                    "The right lung shows atelectasis.",
+                ),
+                (
+                    "Is there a pneumothorax in the right lung?",
+                    "No, there is no pneumothorax.",
+                ),
+                (
+                    "Is there a pneumothorax in the right lung?",
+                    "Yes, a small pneumothorax is seen.",
+                ),
+                (
+                    "Is the right lung normal?",
+                    "The right lung appears normal.",
+                ),
+                (
+                    "What else is seen in the right lung?",
+                    "A large pleural effusion is seen.",
+                ),
+                (
+                    "What might be the reason for the absence of pneumothorax in the right lung?",
+                    "It was drained.",
+                ),
+                (
+                    "Describe the right lung.",
+                    "The right lung is visible on the image.",
+                ),
+                (
+                    "What is the texture of the right lung?",
+                    "An area of opacity texture.",
+                ),
             ],
         );
         let expected = [
@@ -433,10 +465,16 @@ mod tests {
 
     #[test]
     fn llm_verdicts_must_align_with_the_pairs() {
-        let input = row(&[], &[("Is the right lung clear?", "Yes."), ("Where?", "Here.")]);
+        let input = row(
+            &[],
+            &[("Is the right lung clear?", "Yes."), ("Where?", "Here.")],
+        );
         let err = task()
-            .check(&input, &json!([{"is_hallucination": 0, "explanation": "", "score": 0.9}]))
-            .unwrap_err();
+            .check(
+                &input,
+                &json!([{"is_hallucination": 0, "explanation": "", "score": 0.9}]),
+            )
+            .expect_err("an error");
         assert!(err.starts_with("1 verdicts for 2 QA pairs"), "{err}");
         let ok = task()
             .check(
@@ -444,7 +482,7 @@ mod tests {
                 &json!({"verdicts": [{"is_hallucination": 0, "score": 0.9},
                                      {"is_hallucination": true, "explanation": "x", "score": 1}]}),
             )
-            .unwrap();
+            .expect("fixture");
         assert_eq!(ok[1]["is_hallucination"], true);
         assert_eq!(ok[1]["position"], 2);
         assert!(task()
@@ -454,10 +492,19 @@ mod tests {
 
     #[test]
     fn a_reverse_negation_passed_by_the_llm_is_flagged_anyway() {
-        let input = row(&[], &[("Why is there no effusion in the right lung?", "Because it is healthy.")]);
+        let input = row(
+            &[],
+            &[(
+                "Why is there no effusion in the right lung?",
+                "Because it is healthy.",
+            )],
+        );
         let out = task()
-            .check(&input, &json!([{"is_hallucination": 0, "explanation": "fine", "score": 0.7}]))
-            .unwrap();
+            .check(
+                &input,
+                &json!([{"is_hallucination": 0, "explanation": "fine", "score": 0.7}]),
+            )
+            .expect("fixture");
         assert_eq!(out[0]["is_hallucination"], true);
         assert_eq!(out[0]["rule"], "reverse_negation");
     }
@@ -466,8 +513,12 @@ mod tests {
     fn the_prompt_gets_the_pairs_as_indented_json() {
         let values = task()
             .placeholders(&row(&["nlp|yes|normal"], &[("Q?", "A.")]))
-            .unwrap();
-        let pairs = &values.iter().find(|(k, _)| *k == "PAIRS_JSON").unwrap().1;
+            .expect("fixture");
+        let pairs = &values
+            .iter()
+            .find(|(k, _)| *k == "PAIRS_JSON")
+            .expect("fixture")
+            .1;
         assert!(pairs.contains("\n  {\n    \"question\": \"Q?\""), "{pairs}");
         assert_eq!(values[1].1, "[\"nlp|yes|normal\"]");
     }

@@ -119,7 +119,11 @@ mod tests {
         )
         .expect("prompts/givcxr");
         assert_eq!(loaded.version(), prompts.version());
-        let versions: Vec<&str> = prompts.changelog().iter().map(|c| c.version.as_str()).collect();
+        let versions: Vec<&str> = prompts
+            .changelog()
+            .iter()
+            .map(|c| c.version.as_str())
+            .collect();
         assert_eq!(versions[..5], ["0.1", "0.2", "0.3", "0.4", "1.0"]);
     }
 }

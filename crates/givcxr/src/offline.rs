@@ -42,17 +42,16 @@ pub fn questions(context: &Context) -> Vec<String> {
             ));
         }
     }
-    if facts
-        .iter()
-        .any(|a| a.category == DEVICES && a.present)
-    {
+    if facts.iter().any(|a| a.category == DEVICES && a.present) {
         out.push(format!("Which device is seen in the {r}?"));
     }
     if !context.textures().is_empty() {
         out.push(format!("How would you describe the texture of the {r}?"));
     }
     if !context.diseases().is_empty() {
-        out.push(format!("Which disease is suggested by the findings in the {r}?"));
+        out.push(format!(
+            "Which disease is suggested by the findings in the {r}?"
+        ));
     }
     if positives.is_empty() {
         out.push(format!("Is there any abnormality in the {r}?"));
@@ -93,10 +92,7 @@ pub fn answer(context: &Context, question: &str) -> String {
         (_, Some(a)) => format!("Yes, {} {} is seen in the {r}.", article(&a.value), a.value),
         ("texture", None) => match context.textures().as_slice() {
             [] => format!("No abnormal texture is seen in the {r}."),
-            cues => format!(
-                "The {r} shows an area of {} texture.",
-                join_and(cues)
-            ),
+            cues => format!("The {r} shows an area of {} texture.", join_and(cues)),
         },
         ("disease", None) => match context.diseases().as_slice() {
             [] if positives.is_empty() => format!("No disease is suggested in the {r}."),
@@ -115,7 +111,9 @@ pub fn answer(context: &Context, question: &str) -> String {
             }
         }
         _ if positives.is_empty() => format!("No abnormality is seen; the {r} appears normal."),
-        ("localization", None) => format!("The {listed} is seen in the {r}, within the marked box."),
+        ("localization", None) => {
+            format!("The {listed} is seen in the {r}, within the marked box.")
+        }
         _ => format!("The {r} shows {listed}."),
     }
 }
@@ -130,30 +128,53 @@ mod tests {
             "region": "right_lung", "region_name": "right lung", "bbox": [1, 2, 3, 4],
             "attributes": attributes, "texture": texture, "phrases": []
         }))
-        .unwrap()
+        .expect("fixture")
     }
 
     #[test]
     fn an_abnormal_region_gets_region_specific_questions_answered_from_its_facts() {
         let c = context(
-            &["anatomicalfinding|yes|atelectasis", "disease|yes|pneumonia", "nlp|yes|abnormal"],
+            &[
+                "anatomicalfinding|yes|atelectasis",
+                "disease|yes|pneumonia",
+                "nlp|yes|abnormal",
+            ],
             &["texture|yes|opacity"],
         );
         let qs = questions(&c);
         assert_eq!(qs.len(), 6, "{qs:?}");
         assert!(qs.iter().all(|q| q.contains("right lung")), "{qs:?}");
         let answers: Vec<String> = qs.iter().map(|q| answer(&c, q)).collect();
-        assert_eq!(answers[0], "The right lung shows atelectasis and pneumonia.");
-        assert_eq!(answers[1], "The atelectasis is seen in the right lung, within the marked box.");
-        assert_eq!(answers[2], "The atelectasis in the right lung is consistent with pneumonia.");
-        assert_eq!(answers[3], "The right lung shows an area of opacity texture.");
-        assert_eq!(answers[4], "The findings in the right lung suggest pneumonia.");
+        assert_eq!(
+            answers[0],
+            "The right lung shows atelectasis and pneumonia."
+        );
+        assert_eq!(
+            answers[1],
+            "The atelectasis is seen in the right lung, within the marked box."
+        );
+        assert_eq!(
+            answers[2],
+            "The atelectasis in the right lung is consistent with pneumonia."
+        );
+        assert_eq!(
+            answers[3],
+            "The right lung shows an area of opacity texture."
+        );
+        assert_eq!(
+            answers[4],
+            "The findings in the right lung suggest pneumonia."
+        );
     }
 
     #[test]
     fn a_normal_region_is_asked_about_its_absent_findings() {
         let c = context(
-            &["anatomicalfinding|no|pneumothorax", "anatomicalfinding|no|pleural effusion", "nlp|yes|normal"],
+            &[
+                "anatomicalfinding|no|pneumothorax",
+                "anatomicalfinding|no|pleural effusion",
+                "nlp|yes|normal",
+            ],
             &[],
         );
         let qs = questions(&c);
@@ -165,8 +186,14 @@ mod tests {
                 "Is there a pleural effusion in the right lung?",
             ]
         );
-        assert_eq!(answer(&c, &qs[0]), "No abnormality is seen; the right lung appears normal.");
-        assert_eq!(answer(&c, &qs[1]), "No, there is no pneumothorax in the right lung.");
+        assert_eq!(
+            answer(&c, &qs[0]),
+            "No abnormality is seen; the right lung appears normal."
+        );
+        assert_eq!(
+            answer(&c, &qs[1]),
+            "No, there is no pneumothorax in the right lung."
+        );
     }
 
     #[test]
@@ -174,6 +201,9 @@ mod tests {
         let c = context(&["tubesandlines|yes|endotracheal tube"], &[]);
         let qs = questions(&c);
         assert_eq!(qs[0], "Which device is seen in the right lung?");
-        assert_eq!(answer(&c, &qs[0]), "The right lung shows an endotracheal tube.");
+        assert_eq!(
+            answer(&c, &qs[0]),
+            "The right lung shows an endotracheal tube."
+        );
     }
 }

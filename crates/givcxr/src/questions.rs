@@ -107,7 +107,7 @@ mod tests {
     use super::*;
 
     fn task() -> QuestionsTask {
-        QuestionsTask::new(Arc::new(crate::prompts().unwrap())).unwrap()
+        QuestionsTask::new(Arc::new(crate::prompts().expect("fixture"))).expect("fixture")
     }
 
     fn row() -> Value {
@@ -122,10 +122,13 @@ mod tests {
                 &row(),
                 &json!({"questions": ["What is seen in the right lung?", "What did the report say?"]}),
             )
-            .unwrap();
+            .expect("fixture");
         assert_eq!(records.len(), 2);
         assert_eq!(records[1]["position"], 2);
-        assert_eq!(records[1]["lint"], json!(["mentions_report", "not_region_specific"]));
+        assert_eq!(
+            records[1]["lint"],
+            json!(["mentions_report", "not_region_specific"])
+        );
         assert!(task().check(&row(), &json!({"questions": []})).is_err());
         assert!(task().check(&row(), &json!({"questions": [1]})).is_err());
         assert!(task().check(&row(), &json!({"answers": ["x"]})).is_err());
@@ -133,15 +136,18 @@ mod tests {
 
     #[test]
     fn the_prompt_carries_the_context() {
-        let values = task().placeholders(&row()).unwrap();
-        assert_eq!(values[0], ("BBOX", "[1, 2, 30, 40] (right lung)".to_string()));
-        let (_, user) = task().prompt().render(&values).unwrap();
+        let values = task().placeholders(&row()).expect("fixture");
+        assert_eq!(
+            values[0],
+            ("BBOX", "[1, 2, 30, 40] (right lung)".to_string())
+        );
+        let (_, user) = task().prompt().render(&values).expect("fixture");
         assert!(user.contains("anatomicalfinding|yes|atelectasis"), "{user}");
     }
 
     #[test]
     fn offline_questions_pass_their_own_lint() {
-        let records = task().offline(&row()).unwrap();
+        let records = task().offline(&row()).expect("fixture");
         assert!(!records.is_empty());
         for r in records {
             assert_eq!(r["lint"], json!([]), "{r}");

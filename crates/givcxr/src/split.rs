@@ -31,10 +31,16 @@ impl Split {
             .split(':')
             .map(|s| s.trim().parse::<f64>())
             .collect::<Result<_, _>>()
-            .map_err(|_| format!("'{text}': give `official` or train:val:test shares such as 0.564:0.05:0.386"))?;
+            .map_err(|_| {
+                format!(
+                    "'{text}': give `official` or train:val:test shares such as 0.564:0.05:0.386"
+                )
+            })?;
         match shares.as_slice() {
             [train, val, test]
-                if [*train, *val, *test].iter().all(|s| (0.0..=1.0).contains(s))
+                if [*train, *val, *test]
+                    .iter()
+                    .all(|s| (0.0..=1.0).contains(s))
                     && ((train + val + test) - 1.0).abs() < 1e-6 =>
             {
                 Ok(Split::Shares {
@@ -78,15 +84,22 @@ mod tests {
 
     #[test]
     fn shares_draw_patients_in_proportion() {
-        let split = Split::parse("0.564:0.05:0.386").unwrap();
+        let split = Split::parse("0.564:0.05:0.386").expect("fixture");
         let mut counts = std::collections::BTreeMap::new();
         for p in 0..10_000 {
-            *counts.entry(split.of(&format!("p{p}"), 7, "train")).or_insert(0) += 1;
+            *counts
+                .entry(split.of(&format!("p{p}"), 7, "train"))
+                .or_insert(0) += 1;
         }
         let test = counts["test"] as f64 / 10_000.0;
         assert!((test - 0.386).abs() < 0.02, "{counts:?}");
         assert_eq!(split.of("p1", 7, ""), split.of("p1", 7, "test"));
-        assert_eq!(Split::parse("official").unwrap().of("p1", 7, "validate"), "val");
+        assert_eq!(
+            Split::parse("official")
+                .expect("fixture")
+                .of("p1", 7, "validate"),
+            "val"
+        );
         assert!(Split::parse("0.5:0.5").is_err());
         assert!(Split::parse("0.5:0.5:0.5").is_err());
     }

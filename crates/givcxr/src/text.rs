@@ -22,15 +22,21 @@ fn regex(pattern: &str) -> Regex {
     Regex::new(pattern).expect("a valid pattern")
 }
 
-static TEXTURE: LazyLock<Regex> =
-    LazyLock::new(|| regex(r"(?i)\b(texture|textures|pattern|appearance|density|lucen\w*|look like)\b"));
-static CAUSE: LazyLock<Regex> = LazyLock::new(|| {
-    regex(r"(?i)\b(cause|causes|caused|causing|reason|why|explain\w*|due to|responsible|account for|underlying)\b")
+static TEXTURE: LazyLock<Regex> = LazyLock::new(|| {
+    regex(r"(?i)\b(texture|textures|pattern|appearance|density|lucen\w*|look like)\b")
 });
-static DISEASE: LazyLock<Regex> =
-    LazyLock::new(|| regex(r"(?i)\b(disease|diseases|diagnos\w*|condition|conditions|suggest\w*|indicat\w*)\b"));
+static CAUSE: LazyLock<Regex> = LazyLock::new(|| {
+    regex(
+        r"(?i)\b(cause|causes|caused|causing|reason|why|explain\w*|due to|responsible|account for|underlying)\b",
+    )
+});
+static DISEASE: LazyLock<Regex> = LazyLock::new(|| {
+    regex(r"(?i)\b(disease|diseases|diagnos\w*|condition|conditions|suggest\w*|indicat\w*)\b")
+});
 static LOCATION: LazyLock<Regex> = LazyLock::new(|| {
-    regex(r"(?i)\b(where|location|located|locate|which part|which side|what part|position|extend\w*|portion)\b")
+    regex(
+        r"(?i)\b(where|location|located|locate|which part|which side|what part|position|extend\w*|portion)\b",
+    )
 });
 static SUSPICIOUS: LazyLock<Regex> =
     LazyLock::new(|| regex(r"(?i)\b(suspicious|concerning|area of concern|areas of concern)\b"));
@@ -59,15 +65,22 @@ pub fn words(text: &str) -> usize {
     text.split_whitespace().count()
 }
 
-static REPORT: LazyLock<Regex> = LazyLock::new(|| regex(r"(?i)\b(report|reports|reported|radiologist'?s? note)\b"));
+static REPORT: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"(?i)\b(report|reports|reported|radiologist'?s? note)\b"));
 static TEMPORAL: LazyLock<Regex> = LazyLock::new(|| {
-    regex(r"(?i)\b(prior|previous|previously|compared|comparison|since the last|interval|unchanged|worsen\w*|improv\w*|progress\w*|earlier|follow-up|over time)\b")
+    regex(
+        r"(?i)\b(prior|previous|previously|compared|comparison|since the last|interval|unchanged|worsen\w*|improv\w*|progress\w*|earlier|follow-up|over time)\b",
+    )
 });
 static SUBJECTIVE: LazyLock<Regex> = LazyLock::new(|| {
-    regex(r"(?i)(\bis my\b|\bmy condition\b|\bshould i\b|\bam i\b|\bconcerned\b|\bworried\b|why is this happening)")
+    regex(
+        r"(?i)(\bis my\b|\bmy condition\b|\bshould i\b|\bam i\b|\bconcerned\b|\bworried\b|why is this happening)",
+    )
 });
 static REGION_WORDS: LazyLock<Regex> = LazyLock::new(|| {
-    regex(r"(?i)\b(this|that|the|given|marked|highlighted|indicated|x-ray) (region|zone|area|structure|location)\b")
+    regex(
+        r"(?i)\b(this|that|the|given|marked|highlighted|indicated|x-ray) (region|zone|area|structure|location)\b",
+    )
 });
 
 /// The guideline breaches of a question (prompt P1), as lint codes: `mentions_report`,
@@ -108,7 +121,12 @@ fn names_region(text: &str, region_name: &str) -> bool {
     let lower = text.to_lowercase();
     region_name
         .split([' ', '_'])
-        .filter(|w| !matches!(*w, "right" | "left" | "soft" | "structures" | "space" | "zone"))
+        .filter(|w| {
+            !matches!(
+                *w,
+                "right" | "left" | "soft" | "structures" | "space" | "zone"
+            )
+        })
         .flat_map(|w| {
             let stem = &w[..w.len().min(5)];
             let other: &[&str] = match w {
@@ -128,7 +146,9 @@ static REVERSE_NEGATION: LazyLock<Vec<Regex>> = LazyLock::new(|| {
     let why = r"(why|reason|reasons|cause|causes|caused|explain\w*|account\w* for|responsible|contribut\w*|lead\w* to|due to|because)";
     vec![
         regex(&format!(r"(?i)\b{why}\b[^.?!]*\b{absent}")),
-        regex(&format!(r"(?i)\b{absent}[^.?!]*\b(due to|because of|caused by|explained by|the reason)\b")),
+        regex(&format!(
+            r"(?i)\b{absent}[^.?!]*\b(due to|because of|caused by|explained by|the reason)\b"
+        )),
     ]
 });
 
@@ -145,37 +165,67 @@ mod tests {
 
     #[test]
     fn aspects_follow_the_questions_words() {
-        assert_eq!(aspect("What abnormality is visible in the right lung?"), "detection");
+        assert_eq!(
+            aspect("What abnormality is visible in the right lung?"),
+            "detection"
+        );
         assert_eq!(aspect("Where is the opacity located?"), "localization");
-        assert_eq!(aspect("What could cause the effusion in the left costophrenic angle?"), "cause");
-        assert_eq!(aspect("Which disease is suggested in the right lung?"), "disease");
-        assert_eq!(aspect("How would you describe the texture of the left lung?"), "texture");
-        assert_eq!(aspect("Is there a suspicious area in the carina?"), "suspicious_area");
+        assert_eq!(
+            aspect("What could cause the effusion in the left costophrenic angle?"),
+            "cause"
+        );
+        assert_eq!(
+            aspect("Which disease is suggested in the right lung?"),
+            "disease"
+        );
+        assert_eq!(
+            aspect("How would you describe the texture of the left lung?"),
+            "texture"
+        );
+        assert_eq!(
+            aspect("Is there a suspicious area in the carina?"),
+            "suspicious_area"
+        );
         assert_eq!(words("  What is   seen? "), 3);
     }
 
     #[test]
     fn lint_finds_the_guideline_breaches() {
         assert_eq!(
-            question_lint("What does the report say about the right lung?", "right lung"),
+            question_lint(
+                "What does the report say about the right lung?",
+                "right lung"
+            ),
             vec!["mentions_report"]
         );
         assert_eq!(
-            question_lint("Has the opacity worsened compared to the prior film?", "right lung"),
+            question_lint(
+                "Has the opacity worsened compared to the prior film?",
+                "right lung"
+            ),
             vec!["temporal", "not_region_specific"]
         );
         assert_eq!(
             question_lint("Should I be concerned about this region?", "right lung"),
             vec!["subjective"]
         );
-        assert!(question_lint("Is there a finding at the right hilum?", "right hilar structures").is_empty());
+        assert!(
+            question_lint(
+                "Is there a finding at the right hilum?",
+                "right hilar structures"
+            )
+            .is_empty()
+        );
         assert!(question_lint("Is the left lung base clear?", "left lung base").is_empty());
         assert!(question_lint("What is the texture in the region?", "spine").is_empty());
         assert_eq!(
             question_lint("What is the cause of the abnormality?", "right lung"),
             vec!["not_region_specific"]
         );
-        assert_eq!(answer_lint("As mentioned in the report, it is clear."), vec!["answer_mentions_report"]);
+        assert_eq!(
+            answer_lint("As mentioned in the report, it is clear."),
+            vec!["answer_mentions_report"]
+        );
     }
 
     #[test]

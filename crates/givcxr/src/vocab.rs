@@ -282,7 +282,11 @@ impl Vocabulary {
     ) -> Option<&'a str> {
         let asked = self.findings_in_text(question);
         let answered = self.findings_in_text(answer);
-        if let Some(id) = asked.iter().chain(&answered).find(|id| findings.contains(id)) {
+        if let Some(id) = asked
+            .iter()
+            .chain(&answered)
+            .find(|id| findings.contains(id))
+        {
             return Some(id);
         }
         if !abnormal {
@@ -422,22 +426,21 @@ mod tests {
         assert_eq!(v.regions().len(), 36);
         assert_eq!(v.findings().len(), 28);
         assert!(v.version().starts_with("1+"));
-        let loaded = Vocabulary::load(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("../../refdefs/givcxr"),
-        )
-        .expect("file");
+        let loaded =
+            Vocabulary::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../refdefs/givcxr"))
+                .expect("file");
         assert_eq!(loaded.version(), v.version());
     }
 
     #[test]
     fn sources_and_imagenome_boxes_resolve_to_regions() {
-        let v = Vocabulary::embedded().unwrap();
-        let (region, rank) = v.source("right hilum").unwrap();
+        let v = Vocabulary::embedded().expect("fixture");
+        let (region, rank) = v.source("right hilum").expect("fixture");
         assert_eq!((region.id.as_str(), rank), ("right_hilar_structures", 0));
         assert_eq!(region.name(), "right hilar structures");
-        assert_eq!(v.source("right perihilar region").unwrap().1, 1);
+        assert_eq!(v.source("right perihilar region").expect("fixture").1, 1);
         assert_eq!(
-            v.imagenome("right hilar structures").unwrap().id,
+            v.imagenome("right hilar structures").expect("fixture").id,
             "right_hilar_structures"
         );
         assert!(v.source("sternum").is_none());
@@ -445,66 +448,120 @@ mod tests {
 
     #[test]
     fn an_observation_takes_its_entity_first_then_its_nearest_parent() {
-        let v = Vocabulary::embedded().unwrap();
-        assert_eq!(v.finding_for(["consolidation", "lung opacity"]), Some("consolidation"));
+        let v = Vocabulary::embedded().expect("fixture");
+        assert_eq!(
+            v.finding_for(["consolidation", "lung opacity"]),
+            Some("consolidation")
+        );
         assert_eq!(
             v.finding_for(["plate-like atelectasis", "atelectasis", "lung opacity"]),
             Some("atelectasis")
         );
-        assert_eq!(v.finding_for(["Endotracheal Tube"]), Some("support_devices"));
+        assert_eq!(
+            v.finding_for(["Endotracheal Tube"]),
+            Some("support_devices")
+        );
         assert_eq!(v.finding_for(["mediastinal widening"]), None);
-        assert_eq!(v.texture_for(["atelectasis", "lung opacity"]), vec!["opacity"]);
+        assert_eq!(
+            v.texture_for(["atelectasis", "lung opacity"]),
+            vec!["opacity"]
+        );
     }
 
     #[test]
     fn words_find_findings_in_text_in_order_once_each() {
-        let v = Vocabulary::embedded().unwrap();
+        let v = Vocabulary::embedded().expect("fixture");
         assert_eq!(
-            v.findings_in_text("Is there a pleural effusion or pneumothorax? The effusion is small."),
+            v.findings_in_text(
+                "Is there a pleural effusion or pneumothorax? The effusion is small."
+            ),
             vec!["pleural_effusion", "pneumothorax"]
         );
-        assert!(v.findings_in_text("The right lung appears clear.").is_empty());
+        assert!(
+            v.findings_in_text("The right lung appears clear.")
+                .is_empty()
+        );
         assert!(v.is_finding("normal") && v.is_finding("nodule_mass") && !v.is_finding("x"));
     }
 
     #[test]
     fn regions_resolve_through_their_nearest_source_ancestor() {
-        let v = Vocabulary::embedded().unwrap();
+        let v = Vocabulary::embedded().expect("fixture");
         let regions = vec![
             ("right lung".to_string(), Some("lungs".to_string())),
-            ("superior segment of the right lower lobe".to_string(), Some("right lower lobe".to_string())),
-            ("right lower lobe".to_string(), Some("right lung".to_string())),
+            (
+                "superior segment of the right lower lobe".to_string(),
+                Some("right lower lobe".to_string()),
+            ),
+            (
+                "right lower lobe".to_string(),
+                Some("right lung".to_string()),
+            ),
             ("sternum".to_string(), Some("bony thorax".to_string())),
         ];
         let map = RegionMap::new(&v, &regions);
-        assert_eq!(map.region("superior segment of the right lower lobe"), Some("right_lower_lobe"));
-        assert_eq!(map.source_rank("superior segment of the right lower lobe"), None);
+        assert_eq!(
+            map.region("superior segment of the right lower lobe"),
+            Some("right_lower_lobe")
+        );
+        assert_eq!(
+            map.source_rank("superior segment of the right lower lobe"),
+            None
+        );
         assert_eq!(map.source_rank("right hemithorax"), Some(1));
-        assert_eq!(map.region("right hilar structures"), Some("right_hilar_structures"));
+        assert_eq!(
+            map.region("right hilar structures"),
+            Some("right_hilar_structures")
+        );
         assert_eq!(map.region("sternum"), None);
         let kinds = |kind: &str| map.rows().iter().filter(|r| r.kind == kind).count();
         assert_eq!(kinds("unmapped"), 1);
         assert_eq!(kinds("ancestor"), 1);
-        let covered: std::collections::BTreeSet<_> =
-            map.rows().iter().filter_map(|r| r.region.as_deref()).collect();
+        let covered: std::collections::BTreeSet<_> = map
+            .rows()
+            .iter()
+            .filter_map(|r| r.region.as_deref())
+            .collect();
         assert_eq!(covered.len(), 36);
     }
 
     #[test]
     fn every_pair_gets_one_clinical_finding_or_none() {
-        let v = Vocabulary::embedded().unwrap();
+        let v = Vocabulary::embedded().expect("fixture");
         let f = |q: &str, a: &str, findings: &[&str], abnormal: bool| {
-            v.clinical_finding(q, a, findings, abnormal).map(str::to_string)
+            v.clinical_finding(q, a, findings, abnormal)
+                .map(str::to_string)
         };
         let present = ["atelectasis", "pleural_effusion"];
-        assert_eq!(f("Is there an effusion?", "Yes.", &present, true).as_deref(), Some("pleural_effusion"));
-        assert_eq!(f("What is seen?", "Atelectasis.", &present, true).as_deref(), Some("atelectasis"));
-        assert_eq!(f("Is there a pneumothorax?", "No.", &[], false).as_deref(), Some("normal"));
-        assert_eq!(f("Is there a pneumothorax?", "No.", &present, true).as_deref(), Some("pneumothorax"));
-        assert_eq!(f("What is seen?", "Widening.", &present, true).as_deref(), Some("atelectasis"));
+        assert_eq!(
+            f("Is there an effusion?", "Yes.", &present, true).as_deref(),
+            Some("pleural_effusion")
+        );
+        assert_eq!(
+            f("What is seen?", "Atelectasis.", &present, true).as_deref(),
+            Some("atelectasis")
+        );
+        assert_eq!(
+            f("Is there a pneumothorax?", "No.", &[], false).as_deref(),
+            Some("normal")
+        );
+        assert_eq!(
+            f("Is there a pneumothorax?", "No.", &present, true).as_deref(),
+            Some("pneumothorax")
+        );
+        assert_eq!(
+            f("What is seen?", "Widening.", &present, true).as_deref(),
+            Some("atelectasis")
+        );
         assert_eq!(f("What is seen?", "Widening.", &[], true), None);
         assert_eq!(
-            f("How is the texture?", "An area of opacity.", &["pleural_effusion"], true).as_deref(),
+            f(
+                "How is the texture?",
+                "An area of opacity.",
+                &["pleural_effusion"],
+                true
+            )
+            .as_deref(),
             Some("pleural_effusion")
         );
     }
@@ -522,7 +579,9 @@ sources = ["x"]
 id = "f"
 findings = ["f"]
 "#;
-        let err = Vocabulary::parse(text, "test").unwrap_err().to_string();
+        let err = Vocabulary::parse(text, "test")
+            .expect_err("an error")
+            .to_string();
         assert!(err.contains("source of two regions"), "{err}");
     }
 }

@@ -1092,3 +1092,179 @@ fn sql_reads_a_delta_table_of_another_lake_and_outside_files() {
         stderr(&missing)
     );
 }
+
+#[test]
+fn givcxr_runs_checks_its_settings_reports_reviews_and_exports_the_release_layout() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = ingested_lake(dir.path(), 12, 6);
+    let bad = cxrlake(
+        &lake,
+        &["run", "--flavour", "givcxr", "--givcxr-split", "0.5:0.5"],
+    );
+    assert_eq!(bad.status.code(), Some(2), "{}", stdout(&bad));
+    assert!(
+        stderr(&bad).contains("cxrlake.givcxr_split = '0.5:0.5'"),
+        "{}",
+        stderr(&bad)
+    );
+    let run = ok(cxrlake(&lake, &["run", "--flavour", "givcxr"]));
+    assert!(
+        run.contains("givcxr_answers (offline-givcxr-answers-1)") && run.contains("givcxr_filter:"),
+        "{run}"
+    );
+    let regions = ok(cxrlake(
+        &lake,
+        &["stats", "givcxr_regions", "--format", "csv"],
+    ));
+    assert!(
+        regions.starts_with("region,qa_pairs,percent,bboxes,avg_aspects\n"),
+        "{regions}"
+    );
+    assert!(
+        regions
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .starts_with("total,"),
+        "{regions}"
+    );
+    let rates = ok(cxrlake(
+        &lake,
+        &["stats", "givcxr_hallucination", "--format", "csv"],
+    ));
+    assert!(
+        rates
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .starts_with("overall,"),
+        "{rates}"
+    );
+
+    // Radiologists' reviews: an unknown pair names the row; good ones give an acceptance rate.
+    let first = ok(cxrlake(
+        &lake,
+        &[
+            "sql",
+            "--format",
+            "csv",
+            "SELECT qa_id FROM givcxr_review ORDER BY priority LIMIT 2",
+        ],
+    ));
+    let ids: Vec<&str> = first.lines().skip(1).collect();
+    assert_eq!(ids.len(), 2, "{first}");
+    let reviews = dir.path().join("reviews.csv");
+    std::fs::write(&reviews, "qa_id,reviewer,accepted\nnot-a-pair,r1,yes\n").expect("write");
+    let refused = cxrlake(
+        &lake,
+        &[
+            "ratings",
+            "add",
+            "--flavour",
+            "givcxr",
+            reviews.to_str().expect("utf8"),
+        ],
+    );
+    assert_ne!(refused.status.code(), Some(0));
+    assert!(
+        stderr(&refused).contains("row 1: qa_id 'not-a-pair' is not a pair of givcxr_qa"),
+        "{}",
+        stderr(&refused)
+    );
+    std::fs::write(
+        &reviews,
+        format!(
+            "qa_id,reviewer,accepted\n{},r1,yes\n{},r1,no\n{},r2,accept\n",
+            ids[0], ids[1], ids[0]
+        ),
+    )
+    .expect("write");
+    let added = ok(cxrlake(
+        &lake,
+        &[
+            "ratings",
+            "add",
+            "--flavour",
+            "givcxr",
+            reviews.to_str().expect("utf8"),
+        ],
+    ));
+    assert!(added.contains("givcxr_reviews: 3 reviews added"), "{added}");
+    let acceptance = ok(cxrlake(
+        &lake,
+        &["stats", "givcxr_review", "--format", "csv"],
+    ));
+    assert!(
+        acceptance.lines().any(|l| l.starts_with("all,3,2,66.67,")),
+        "{acceptance}"
+    );
+
+    // The export: the paper's layout, twelve fields per record.
+    let out = dir.path().join("out");
+    let out_arg = out.to_str().expect("utf8");
+    let export = ok(cxrlake(
+        &lake,
+        &[
+            "export", "givcxr", "--out", out_arg, "--sample", "5", "--seed", "1",
+        ],
+    ));
+    assert!(export.contains("givcxr"), "{export}");
+    let mut exported = 0;
+    for split in ["train", "val", "test"] {
+        let path = out.join(format!("givcxr/{split}.json"));
+        if !path.is_file() {
+            continue;
+        }
+        let file: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
+        assert_eq!(file["version"], "1.0");
+        assert_eq!(file["split"], split);
+        for record in file["data"].as_array().expect("data") {
+            let keys: Vec<&str> = record
+                .as_object()
+                .expect("object")
+                .keys()
+                .map(String::as_str)
+                .collect();
+            assert_eq!(keys.len(), 12, "{record}");
+            let image = record["image_id"].as_str().expect("image_id");
+            assert!(
+                image.len() == 23 && image.starts_with('p') && image.contains("/s"),
+                "{image}"
+            );
+            let bbox: Vec<f64> = record["bbox"]
+                .as_array()
+                .expect("bbox")
+                .iter()
+                .map(|v| v.as_f64().expect("number"))
+                .collect();
+            assert!(
+                bbox.len() == 4 && bbox[0] < bbox[2] && bbox[1] < bbox[3],
+                "{record}"
+            );
+            exported += 1;
+        }
+    }
+    let kept = ok(cxrlake(
+        &lake,
+        &[
+            "sql",
+            "--format",
+            "csv",
+            "SELECT count(*) AS n FROM givcxr_dataset",
+        ],
+    ));
+    assert_eq!(kept.lines().nth(1), Some(exported.to_string().as_str()));
+    let manifest: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("givcxr/manifest.json")).expect("manifest"),
+    )
+    .expect("json");
+    assert_eq!(manifest["license"], "CC-BY-NC-4.0");
+    for variant in ["bbox_input", "bbox_output"] {
+        let lines = std::fs::read_to_string(
+            out.join(format!("givcxr/subsets/sample-5-seed-1/{variant}.jsonl")),
+        )
+        .expect("subset");
+        assert_eq!(lines.lines().count(), 5, "{variant}");
+    }
+}
