@@ -6,13 +6,13 @@
 pub mod config;
 pub mod evaluate;
 pub mod gemex;
+pub mod givcxr;
 pub mod mimic_cxr_vqa;
 pub mod pipeline;
 pub mod quality;
 pub mod rating;
 pub mod reference;
 pub mod rexvqa;
-pub mod givcxr;
 pub mod sources;
 pub mod types;
 

@@ -10,6 +10,7 @@ pub mod boxes;
 pub mod extract;
 pub mod gemex;
 pub mod generate;
+pub mod givcxr;
 pub mod grade;
 pub mod graph;
 pub mod judge;
@@ -21,7 +22,6 @@ pub mod qa;
 pub mod rating;
 pub mod release;
 pub mod rexvqa;
-pub mod givcxr;
 mod rows;
 pub mod unnest;
 

@@ -90,7 +90,10 @@ pub async fn add_reviews(lake: &Lake, path: &Path) -> Result<RatingsAdded> {
             )));
         }
         if reviewer.trim().is_empty() {
-            return Err(PipelineError::Config(format!("{}: the reviewer is empty", at())));
+            return Err(PipelineError::Config(format!(
+                "{}: the reviewer is empty",
+                at()
+            )));
         }
         let Some(verdict) = accepted(verdict) else {
             return Err(PipelineError::Config(format!(
@@ -122,10 +125,7 @@ pub async fn add_reviews(lake: &Lake, path: &Path) -> Result<RatingsAdded> {
             if new.contains_key(&key) {
                 replaced += 1;
             } else {
-                all.insert(
-                    key,
-                    (verdict == "true", comment.clone(), from.clone()),
-                );
+                all.insert(key, (verdict == "true", comment.clone(), from.clone()));
             }
         }
     }

@@ -203,7 +203,10 @@ fn region_of(prompt: &str) -> String {
         .split("Finding Location: ")
         .nth(1)
         .and_then(|l| l.lines().next())
-        .and_then(|l| l.rsplit_once('(').map(|(_, r)| r.trim_end_matches(')').to_string()))
+        .and_then(|l| {
+            l.rsplit_once('(')
+                .map(|(_, r)| r.trim_end_matches(')').to_string())
+        })
         .unwrap_or_default()
 }
 
@@ -236,7 +239,11 @@ fn givcxr_answer(prompt: &str) -> String {
             .and_then(|p| serde_json::from_str::<Value>(p.trim()).ok())
             .and_then(|p| p.as_array().map(Vec::len))
             .unwrap_or(0);
-        let n = if region.starts_with("left") { pairs - 1 } else { pairs };
+        let n = if region.starts_with("left") {
+            pairs - 1
+        } else {
+            pairs
+        };
         let verdicts: Vec<Value> = (0..n)
             .map(|_| json!({"is_hallucination": 0, "explanation": "Supported.", "score": 0.8}))
             .collect();
