@@ -51,8 +51,9 @@ extensions_options! {
         /// Extraction backend: `rules`, `llm`, or empty for `llm` when llm_endpoint is set and
         /// `rules` otherwise (resolved once, then kept by the lake).
         pub extractor: String, default = String::new()
-        /// Judge: `heuristic`, `llm`, or empty for `llm` when llm_endpoint is set and
-        /// `heuristic` otherwise (resolved once, then kept by the lake).
+        /// Judge: `heuristic`, `reading` (the heuristic with an entailment criterion that checks
+        /// each answer part against the report's findings), `llm`, or empty for `llm` when
+        /// llm_endpoint is set and `heuristic` otherwise (resolved once, then kept by the lake).
         pub judge: String, default = String::new()
         /// localize: boxes smaller than this many square pixels are dropped.
         pub min_area: f64, default = 16.0

@@ -1491,8 +1491,9 @@ pub struct SettingsArgs {
     /// Extraction backend: rules or llm [key: extractor; default: llm with --llm-endpoint]
     #[arg(long, value_name = "NAME", value_parser = ["rules", "llm"])]
     pub extractor: Option<String>,
-    /// Judge: heuristic or llm [key: judge; default: llm with --llm-endpoint]
-    #[arg(long, value_name = "NAME", value_parser = ["heuristic", "llm"])]
+    /// Judge: heuristic, reading (the heuristic with an entailment check against the report) or
+    /// llm [key: judge; default: llm with --llm-endpoint, else heuristic]
+    #[arg(long, value_name = "NAME", value_parser = ["heuristic", "reading", "llm"])]
     pub judge: Option<String>,
     /// OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (vLLM, llama.cpp server,
     /// Ollama) [key: llm_endpoint]

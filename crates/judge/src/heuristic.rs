@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::criterion::Criterion;
 use crate::item::QaItem;
+use crate::reading::{self, PartReading, ReportReader};
 use crate::verdict::Verdict;
 
 /// The `judge` value of the heuristic judge (bump when a rule changes).
@@ -32,6 +33,10 @@ struct EntailmentInput<'a> {
     strategy: Cow<'a, str>,
     /// `(from_report, positiveness, grounded)` per part.
     parts: Vec<(bool, Option<Cow<'a, str>>, bool)>,
+    /// The reading judge's: per part, its claims and the report's about the same findings
+    /// (absent for the heuristic judge, whose inputs stay as they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    readings: Option<Vec<PartReading>>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -59,14 +64,7 @@ struct AnswerInput<'a> {
 /// What the heuristic judge reads of `item` for `criterion`, as canonical JSON.
 pub fn input(criterion: Criterion, item: &QaItem<'_>) -> String {
     let json = match criterion {
-        Criterion::Entailment => serde_json::to_string(&EntailmentInput {
-            strategy: item.strategy.into(),
-            parts: item
-                .parts
-                .iter()
-                .map(|p| (p.from_report, p.positiveness.map(Cow::from), p.grounded))
-                .collect(),
-        }),
+        Criterion::Entailment => serde_json::to_string(&entailment_input(item, None)),
         Criterion::Relevance => serde_json::to_string(&RelevanceInput {
             parts: item
                 .parts
@@ -95,6 +93,41 @@ pub fn input(criterion: Criterion, item: &QaItem<'_>) -> String {
         }),
     };
     json.unwrap_or_else(|e| unreachable!("plain structs serialize: {e}"))
+}
+
+fn entailment_input<'a>(
+    item: &QaItem<'a>,
+    readings: Option<Vec<PartReading>>,
+) -> EntailmentInput<'a> {
+    EntailmentInput {
+        strategy: item.strategy.into(),
+        parts: item
+            .parts
+            .iter()
+            .map(|p| (p.from_report, p.positiveness.map(Cow::from), p.grounded))
+            .collect(),
+        readings,
+    }
+}
+
+/// What the reading judge reads of `item` for `criterion`: the heuristic's input, with the
+/// entailment input carrying each part's claims and the report's about the same findings
+/// ([`crate::reading`]); without a report, each part's claims against none.
+pub fn reading_input(criterion: Criterion, item: &QaItem<'_>, reader: &dyn ReportReader) -> String {
+    if criterion != Criterion::Entailment {
+        return input(criterion, item);
+    }
+    let report = item
+        .report
+        .map(|r| reader.report_claims(r))
+        .unwrap_or_default();
+    let readings = item
+        .parts
+        .iter()
+        .map(|p| PartReading::new(reader.text_claims(p.text), &report))
+        .collect();
+    serde_json::to_string(&entailment_input(item, Some(readings)))
+        .unwrap_or_else(|e| unreachable!("plain structs serialize: {e}"))
 }
 
 /// The heuristic verdict on an [`input`] of `criterion`; an input that is not one is an
@@ -136,8 +169,17 @@ fn entailment(input: &EntailmentInput<'_>) -> Verdict {
         input
             .parts
             .iter()
-            .map(|(from_report, positiveness, grounded)| {
+            .enumerate()
+            .map(|(i, (from_report, positiveness, grounded))| {
                 let (from_report, grounded) = (*from_report, *grounded);
+                let read = input
+                    .readings
+                    .as_ref()
+                    .and_then(|r| r.get(i))
+                    .and_then(|r| reading::entailment(from_report, r));
+                if let Some((level, why)) = read {
+                    return (level, why);
+                }
                 let positiveness = positiveness.as_deref();
                 let (level, why) = if from_report {
                     ("ALIGNED_MENTIONED", "the report's own statement")

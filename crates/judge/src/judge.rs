@@ -8,12 +8,19 @@ use crate::criterion::Criterion;
 use crate::heuristic::{self, HEURISTIC_JUDGE};
 use crate::item::QaItem;
 use crate::prompts::JudgePrompts;
+use crate::reading::{READING_JUDGE, ReportReader};
 
 /// The judge of a run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Judge {
     /// The offline default: rules over provenance and text ([`crate::heuristic`]).
     Heuristic,
+    /// Offline: the heuristic with an entailment criterion that reads the report through
+    /// `reader` ([`crate::reading`]).
+    Reading {
+        /// What reads claims from the report and the answer parts.
+        reader: Arc<dyn ReportReader>,
+    },
     /// An LLM through an OpenAI-compatible server, with the prompts of listings 7–11.
     Llm {
         /// The model name sent to the server.
@@ -22,6 +29,19 @@ pub enum Judge {
         prompts: Arc<JudgePrompts>,
     },
 }
+
+impl PartialEq for Judge {
+    fn eq(&self, other: &Judge) -> bool {
+        match (self, other) {
+            (Judge::Llm { prompts: a, .. }, Judge::Llm { prompts: b, .. }) => {
+                self.id() == other.id() && a == b
+            }
+            _ => self.id() == other.id(),
+        }
+    }
+}
+
+impl Eq for Judge {}
 
 /// What the judge reads for one criterion of one QA pair, and its content hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +60,7 @@ impl Judge {
     pub fn id(&self) -> String {
         match self {
             Judge::Heuristic => HEURISTIC_JUDGE.to_string(),
+            Judge::Reading { .. } => READING_JUDGE.to_string(),
             Judge::Llm { model, prompts } => {
                 format!("llm:{model}@judge-prompts-{}", prompts.version())
             }
@@ -51,6 +72,7 @@ impl Judge {
     pub fn cache_id(&self) -> String {
         match self {
             Judge::Heuristic => HEURISTIC_JUDGE.to_string(),
+            Judge::Reading { .. } => READING_JUDGE.to_string(),
             Judge::Llm { model, .. } => format!("llm:{model}"),
         }
     }
@@ -60,6 +82,7 @@ impl Judge {
     pub fn request(&self, id: &str, criterion: Criterion, item: &QaItem<'_>) -> Request {
         let input = match self {
             Judge::Heuristic => heuristic::input(criterion, item),
+            Judge::Reading { reader } => heuristic::reading_input(criterion, item, reader.as_ref()),
             Judge::Llm { prompts, .. } => prompts.render(criterion, item),
         };
         let mut hasher = Sha256::new();

@@ -27,6 +27,7 @@ mod item;
 mod judge;
 pub mod parse;
 pub mod prompts;
+pub mod reading;
 mod verdict;
 
 pub use criterion::Criterion;
@@ -35,4 +36,5 @@ pub use heuristic::HEURISTIC_JUDGE;
 pub use item::{Part, QaItem};
 pub use judge::{Judge, Request};
 pub use prompts::JudgePrompts;
+pub use reading::{Claim, READING_JUDGE, ReportReader};
 pub use verdict::Verdict;

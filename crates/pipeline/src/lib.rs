@@ -30,6 +30,7 @@ pub mod mimic_cxr_vqa;
 mod pipeline;
 mod progress;
 pub mod qa;
+pub mod reading;
 pub mod refdefs;
 pub mod rexvqa;
 mod runner;

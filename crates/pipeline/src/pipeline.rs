@@ -282,6 +282,9 @@ impl Pipeline {
                 model: self.required_llm("judge")?.model,
                 prompts: self.judge_prompts()?,
             },
+            "reading" => Judge::Reading {
+                reader: Arc::new(crate::reading::RulesReader::new(self.defs())),
+            },
             _ => Judge::Heuristic,
         })
     }

@@ -182,10 +182,10 @@ pub fn resolve_backends(settings: &mut Settings) -> Result<()> {
                 .into(),
         ));
     }
-    for (key, offline) in [
-        ("extractor", "rules"),
-        ("judge", "heuristic"),
-        ("generator", "offline"),
+    for (key, offline, also) in [
+        ("extractor", "rules", None),
+        ("judge", "heuristic", Some("reading")),
+        ("generator", "offline", None),
     ] {
         let value = settings.get(key).unwrap_or_default();
         let resolved = match value.as_str() {
@@ -193,9 +193,11 @@ pub fn resolve_backends(settings: &mut Settings) -> Result<()> {
             "" => offline,
             "llm" => "llm",
             v if v == offline => offline,
+            v if Some(v) == also => v,
             other => {
                 return Err(PipelineError::Config(format!(
-                    "cxrlake.{key} = '{other}': use {offline} or llm"
+                    "cxrlake.{key} = '{other}': use {}llm",
+                    also.map_or(format!("{offline} or "), |a| format!("{offline}, {a} or "))
                 )));
             }
         };
