@@ -255,6 +255,20 @@ fn expected_positives(labelled: &Labelled) -> Positives {
 }
 
 fn predicted_positives(text: &str) -> Positives {
+    let mut out = Positives::new();
+    for (class, probability) in classed_observations(text) {
+        match probability.as_deref() {
+            Some("positive") => add_positive(&mut out, class, true),
+            Some("probable" | "possible") => add_positive(&mut out, class, false),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The class and probability of every observation the rules extractor makes in the FINDINGS
+/// and IMPRESSION sentences of `text` whose finding has a class.
+fn classed_observations(text: &str) -> Vec<(&'static str, Option<String>)> {
     let sentences = extractor().sentences(text);
     let texts: Vec<&str> = sentences
         .iter()
@@ -266,7 +280,7 @@ fn predicted_positives(text: &str) -> Positives {
         })
         .map(|s| s.sentence.as_str())
         .collect();
-    let mut out = Positives::new();
+    let mut out = Vec::new();
     for observation in extractor().observations(&texts) {
         let finding = [&observation.entity, &observation.name]
             .into_iter()
@@ -274,11 +288,7 @@ fn predicted_positives(text: &str) -> Positives {
         let Some(class) = finding.and_then(|f| class_of(f)) else {
             continue;
         };
-        match observation.probability.as_deref() {
-            Some("positive") => add_positive(&mut out, class, true),
-            Some("probable" | "possible") => add_positive(&mut out, class, false),
-            _ => {}
-        }
+        out.push((class, observation.probability.clone()));
     }
     out
 }
@@ -531,4 +541,73 @@ fn normal_sentences_rarely_get_an_abnormal_class() {
             score.normal_false_positives
         );
     }
+}
+
+/// `[[class, "pos"], ...]` for the positive classes, then `[class, "neg"]` for the classes only
+/// stated absent (a class both present and absent in one sentence counts as present, as the
+/// scorer does); the scorer above uses the `"pos"` pairs only.
+fn polarity_pairs(
+    positives: &Positives,
+    negatives: &BTreeSet<&'static str>,
+) -> Vec<[&'static str; 2]> {
+    positives
+        .keys()
+        .map(|c| [*c, "pos"])
+        .chain(
+            negatives
+                .iter()
+                .filter(|c| !positives.contains_key(*c))
+                .map(|c| [*c, "neg"]),
+        )
+        .collect()
+}
+
+/// With `REAL_STYLE_PREDICTIONS=<path>` set, writes the rules extractor's predictions on both
+/// corpora to `path` for `scripts/compare-medspacy`: a header line `{"classes": [...],
+/// "finding_class": {finding: class}}` (the class table above applied to every refdefs finding,
+/// so that the peer is mapped to the same classes), then one line per sentence `{"corpus":
+/// "dev"|"heldout", "index", "text", "expected": [[class, polarity]], "predicted": [...]}`.
+/// Probable and possible observations are `"pos"`, as the scorer counts them.
+#[test]
+fn writes_the_predictions_when_asked() {
+    let Some(path) = std::env::var_os("REAL_STYLE_PREDICTIONS") else {
+        return;
+    };
+    let finding_class: BTreeMap<&str, &str> = defs()
+        .findings()
+        .filter_map(|f| Some((f.name.get_ref().as_str(), class_of(f.name.get_ref())?)))
+        .collect();
+    let classes: Vec<&str> = CLASSES.iter().map(|(c, _)| *c).collect();
+    let mut lines =
+        vec![serde_json::json!({"classes": classes, "finding_class": finding_class}).to_string()];
+    for (name, text) in [("dev", CORPUS), ("heldout", HELDOUT)] {
+        for (index, labelled) in corpus(text).into_iter().enumerate() {
+            let expected_negatives: BTreeSet<&'static str> = labelled
+                .findings
+                .iter()
+                .filter(|e| e.positiveness == "neg")
+                .filter_map(|e| class_of(&e.finding))
+                .collect();
+            let predicted_negatives: BTreeSet<&'static str> = classed_observations(&labelled.text)
+                .into_iter()
+                .filter(|(_, p)| p.as_deref() == Some("negative"))
+                .map(|(c, _)| c)
+                .collect();
+            let expected = polarity_pairs(&expected_positives(&labelled), &expected_negatives);
+            let predicted =
+                polarity_pairs(&predicted_positives(&labelled.text), &predicted_negatives);
+            lines.push(
+                serde_json::json!({
+                    "corpus": name,
+                    "index": index,
+                    "text": labelled.text,
+                    "expected": expected,
+                    "predicted": predicted,
+                })
+                .to_string(),
+            );
+        }
+    }
+    lines.push(String::new());
+    std::fs::write(&path, lines.join("\n")).expect("write REAL_STYLE_PREDICTIONS");
 }
