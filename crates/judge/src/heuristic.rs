@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::criterion::Criterion;
 use crate::item::QaItem;
-use crate::reading::{self, PartReading, ReportReader};
+use crate::reading::{self, AnswerReading, PartReading, ReportReader};
 use crate::verdict::Verdict;
 
 /// The `judge` value of the heuristic judge (bump when a rule changes).
@@ -49,6 +49,10 @@ struct RelevanceInput<'a> {
 struct CompletenessInput<'a> {
     /// `(answer_type, from_report, positiveness)` per part.
     parts: Vec<(Cow<'a, str>, bool, Option<Cow<'a, str>>)>,
+    /// The reading judge's: the question's, the answer's and the report's claims (absent for
+    /// the heuristic judge).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reading: Option<AnswerReading>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -72,19 +76,7 @@ pub fn input(criterion: Criterion, item: &QaItem<'_>) -> String {
                 .map(|p| (p.answer_type.into(), p.text.into()))
                 .collect(),
         }),
-        Criterion::Completeness => serde_json::to_string(&CompletenessInput {
-            parts: item
-                .parts
-                .iter()
-                .map(|p| {
-                    (
-                        p.answer_type.into(),
-                        p.from_report,
-                        p.positiveness.map(Cow::from),
-                    )
-                })
-                .collect(),
-        }),
+        Criterion::Completeness => serde_json::to_string(&completeness_input(item, None)),
         Criterion::QuestionClarity => serde_json::to_string(&QuestionInput {
             question: item.question.into(),
         }),
@@ -93,6 +85,26 @@ pub fn input(criterion: Criterion, item: &QaItem<'_>) -> String {
         }),
     };
     json.unwrap_or_else(|e| unreachable!("plain structs serialize: {e}"))
+}
+
+fn completeness_input<'a>(
+    item: &QaItem<'a>,
+    reading: Option<AnswerReading>,
+) -> CompletenessInput<'a> {
+    CompletenessInput {
+        parts: item
+            .parts
+            .iter()
+            .map(|p| {
+                (
+                    p.answer_type.into(),
+                    p.from_report,
+                    p.positiveness.map(Cow::from),
+                )
+            })
+            .collect(),
+        reading,
+    }
 }
 
 fn entailment_input<'a>(
@@ -114,20 +126,32 @@ fn entailment_input<'a>(
 /// entailment input carrying each part's claims and the report's about the same findings
 /// ([`crate::reading`]); without a report, each part's claims against none.
 pub fn reading_input(criterion: Criterion, item: &QaItem<'_>, reader: &dyn ReportReader) -> String {
-    if criterion != Criterion::Entailment {
+    if !matches!(criterion, Criterion::Entailment | Criterion::Completeness) {
         return input(criterion, item);
     }
     let report = item
         .report
         .map(|r| reader.report_claims(r))
         .unwrap_or_default();
-    let readings = item
-        .parts
-        .iter()
-        .map(|p| PartReading::new(reader.text_claims(p.text), &report))
-        .collect();
-    serde_json::to_string(&entailment_input(item, Some(readings)))
-        .unwrap_or_else(|e| unreachable!("plain structs serialize: {e}"))
+    let json = if criterion == Criterion::Entailment {
+        let readings = item
+            .parts
+            .iter()
+            .map(|p| PartReading::new(reader.text_claims(p.text), &report))
+            .collect();
+        serde_json::to_string(&entailment_input(item, Some(readings)))
+    } else {
+        let mut answered: Vec<_> = item
+            .parts
+            .iter()
+            .flat_map(|p| reader.text_claims(p.text))
+            .collect();
+        answered.sort();
+        answered.dedup();
+        let reading = AnswerReading::new(reader.text_claims(item.question), answered, &report);
+        serde_json::to_string(&completeness_input(item, Some(reading)))
+    };
+    json.unwrap_or_else(|e| unreachable!("plain structs serialize: {e}"))
 }
 
 /// The heuristic verdict on an [`input`] of `criterion`; an input that is not one is an
@@ -241,6 +265,9 @@ fn relevance(input: &RelevanceInput<'_>) -> Verdict {
 }
 
 fn completeness(input: &CompletenessInput<'_>) -> Verdict {
+    if let Some((level, why)) = input.reading.as_ref().and_then(reading::completeness) {
+        return Verdict::rated(vec![level], &why);
+    }
     let main = input.parts.iter().find(|(t, _, _)| t == "main_answer");
     let any_report = input.parts.iter().any(|(_, from_report, _)| *from_report);
     let (level, why) = match main {

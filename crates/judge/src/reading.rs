@@ -21,7 +21,12 @@
 //! other way ("an enteric tube" says nothing of "no nasogastric tube", "no consolidation"
 //! nothing of "opacity"). An uncertain statement is compatible with either polarity. A part with
 //! several claims takes its worst level; a part without a claim ("Yes.") keeps the provenance
-//! rule. The other four criteria are the heuristic's.
+//! rule.
+//!
+//! Completeness reads the question's findings and the report's claims about them: an answer
+//! that denies one the report states present is `INCOMPLETE_MISLEADING` (C), one that leaves it
+//! out `INCOMPLETE_NON_MISLEADING` (B); otherwise (no finding asked about, or none present) the
+//! heuristic's rule. The other three criteria are the heuristic's.
 //!
 //! What the judge reads of a part, and so its content key, is the part's claims and the
 //! report's claims about the same findings only, so parts about the same facts share a verdict
@@ -138,6 +143,78 @@ fn evidence(c: &Claim, r: &Claim) -> Evidence {
         (true, "pos", "neg") | (false, "neg", "pos") => Evidence::Contradicts,
         _ => Evidence::Unrelated,
     }
+}
+
+/// What the reading judge reads for completeness: the question's claims (what it asks about),
+/// the answer's (all parts) and the report's about the question's findings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AnswerReading {
+    /// The question's claims.
+    pub asked: Vec<Claim>,
+    /// The answer parts' claims.
+    pub answered: Vec<Claim>,
+    /// The report's claims about the question's findings (sorted, each once).
+    pub report: Vec<Claim>,
+}
+
+impl AnswerReading {
+    /// The reading of an answer with `answered` claims to a question with `asked` claims, in a
+    /// report with `report` claims.
+    pub fn new(asked: Vec<Claim>, answered: Vec<Claim>, report: &[Claim]) -> AnswerReading {
+        let mut relevant: Vec<Claim> = report
+            .iter()
+            .filter(|r| asked.iter().any(|c| c.same_finding(r)))
+            .cloned()
+            .collect();
+        relevant.sort();
+        relevant.dedup();
+        AnswerReading {
+            asked,
+            answered,
+            report: relevant,
+        }
+    }
+}
+
+/// The completeness level of an answer read against the report's findings in the question's
+/// scope (None: the question names no finding, or the report states none of them present, so
+/// the heuristic's rule applies): an answer that denies a finding the report states present is
+/// `INCOMPLETE_MISLEADING` (C); one that leaves such a finding out, `INCOMPLETE_NON_MISLEADING`
+/// (B).
+pub fn completeness(reading: &AnswerReading) -> Option<(&'static str, String)> {
+    let present: Vec<&Claim> = reading
+        .report
+        .iter()
+        .filter(|r| r.polarity == "pos")
+        .collect();
+    if reading.asked.is_empty() || present.is_empty() {
+        return None;
+    }
+    let mut missing = Vec::new();
+    for r in present {
+        let said: Vec<Evidence> = reading
+            .answered
+            .iter()
+            .filter(|c| c.same_finding(r))
+            .map(|c| evidence(c, r))
+            .collect();
+        if said.contains(&Evidence::Supports) {
+            continue;
+        }
+        if said.contains(&Evidence::Contradicts) {
+            return Some((
+                "INCOMPLETE_MISLEADING",
+                format!("the answer denies {}, which the report states", r.finding()),
+            ));
+        }
+        missing.push(r.finding().to_string());
+    }
+    (!missing.is_empty()).then(|| {
+        (
+            "INCOMPLETE_NON_MISLEADING",
+            format!("the answer leaves out {} of the report", missing.join(", ")),
+        )
+    })
 }
 
 /// The entailment level of a part read against the report (None: the part claims nothing, so
@@ -347,6 +424,40 @@ mod tests {
                 &no_opacity
             ),
             Some("NON_ALIGNED_CONTRADICTING")
+        );
+    }
+
+    #[test]
+    fn answers_are_complete_against_the_reports_findings_in_scope() {
+        let report = [
+            claim(&["pleural effusion"], "pos", Some("left")),
+            claim(&["atelectasis", "lung opacity"], "pos", None),
+            claim(&["pneumothorax"], "neg", None),
+        ];
+        let asked = vec![claim(&["pleural effusion"], "pos", None)];
+        let level = |answered: Vec<Claim>| {
+            completeness(&AnswerReading::new(asked.clone(), answered, &report)).map(|(l, _)| l)
+        };
+        assert_eq!(
+            level(vec![claim(&["pleural effusion"], "pos", Some("left"))]),
+            None
+        );
+        assert_eq!(
+            level(vec![claim(&["pleural effusion"], "neg", None)]),
+            Some("INCOMPLETE_MISLEADING")
+        );
+        assert_eq!(level(Vec::new()), Some("INCOMPLETE_NON_MISLEADING"));
+        // Only the question's findings are in scope; a question about an absent finding or
+        // about no finding is the heuristic's.
+        let about_pneumothorax = AnswerReading::new(
+            vec![claim(&["pneumothorax"], "pos", None)],
+            Vec::new(),
+            &report,
+        );
+        assert_eq!(completeness(&about_pneumothorax), None);
+        assert_eq!(
+            completeness(&AnswerReading::new(Vec::new(), Vec::new(), &report)),
+            None
         );
     }
 
