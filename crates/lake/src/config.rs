@@ -163,7 +163,8 @@ impl Settings {
         for (name, value) in vars {
             if let Some(key) = name.strip_prefix("CXRLAKE_") {
                 let key = key.to_lowercase();
-                if key == "config" {
+                // CXRLAKE_FAULT_*: fault injection for tests (`commit.rs`), not a setting.
+                if key == "config" || key.starts_with("fault_") {
                     continue;
                 }
                 self.set_from(&key, &value, Source::Env)?;
@@ -196,6 +197,14 @@ mod tests {
         s.apply_env([("CXRLAKE_SEED".to_string(), "9".to_string())].into_iter())?;
         assert_eq!(s.cxrlake.seed, 9);
         assert_eq!(s.source("cxrlake.seed"), Source::Env);
+        // The fault-injection knob is no setting.
+        s.apply_env(
+            [(
+                "CXRLAKE_FAULT_KILL_AFTER_COMMITS".to_string(),
+                "3".to_string(),
+            )]
+            .into_iter(),
+        )?;
         assert_eq!(s.source("min_area"), Source::Default);
         assert_eq!(s.get("min_area").as_deref(), Some("16"));
         Ok(())

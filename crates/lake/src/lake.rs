@@ -405,6 +405,7 @@ impl Lake {
                     .with_commit_properties(commit_properties(&StageCommit::new("init")))
                     .await
                     .map_err(|e| LakeError::delta(name, e))
+                    .inspect(|_| crate::commit::committed())
             }
             Err(err) => Err(err),
         }
@@ -665,6 +666,7 @@ impl TableWrite<'_> {
                 &self.lake.indexes,
             )
             .await?;
+            crate::commit::committed();
             // Kept as a read returns them: in the table's declared types, each batch with
             // buffers of its own (a stage's batches are often slices of larger arrays, which a
             // cast of a list column processes whole, once per slice). The replace is
@@ -697,6 +699,7 @@ impl TableWrite<'_> {
             }
         };
         let table = builder.await.map_err(|e| LakeError::delta(name, e))?;
+        crate::commit::committed();
         Ok(table.version().unwrap_or(0))
     }
 }

@@ -1,6 +1,8 @@
 mod commands;
+mod concurrency;
 mod import;
 mod interop;
+mod kill_matrix;
 mod release;
 
 /// Runs the built `cxrlake` binary on the lake at `lake` with `args`, as a user would.
