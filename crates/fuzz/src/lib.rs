@@ -730,7 +730,8 @@ mod tests {
 
     #[test]
     fn panics_and_missing_reasons_fail_the_run() {
-        let target = Target::new("boom", vec![b"ok".to_vec()], |d| match d.first() {
+        let seeds = vec![b"ok".to_vec(), b"x".to_vec()];
+        let target = Target::new("boom", seeds, |d| match d.first() {
             Some(b'o') if d.len() == 2 => Outcome::Accepted,
             Some(b'x') => panic!("boom"),
             _ => Outcome::Rejected(String::new()),
@@ -744,6 +745,11 @@ mod tests {
         assert_eq!(report.executions, 200);
         assert!(!report.passed());
         assert!(report.broken > 0);
+        // The second seed panics: reported with its message, place and input.
+        assert!(report.panics > 0);
+        let first = &report.failures[0];
+        assert!(first.starts_with("PANIC boom at "), "{first}");
+        assert!(first.contains("iteration 1 (seed 1, 1 bytes"), "{first}");
         assert_eq!(
             report.accepted + report.rejected + report.panics + report.broken,
             200
