@@ -408,6 +408,19 @@ pub fn parse(
             quarantined.push(reject(location, reason, to_json(value)));
             continue;
         };
+        let Ok(class_id) = i32::try_from(annotation.category_id) else {
+            quarantined.push(reject(
+                location,
+                format!(
+                    "class id {} is out of range: class ids are 32-bit integers (CXAS uses \
+                     0..{})",
+                    annotation.category_id,
+                    labels.len() - 1
+                ),
+                to_json(value),
+            ));
+            continue;
+        };
         let class_name = if lists_categories {
             file_classes.get(&annotation.category_id).cloned()
         } else {
@@ -485,7 +498,7 @@ pub fn parse(
                 image_id: image.dicom_id.clone(),
                 patient_id: image.patient_id.clone(),
                 study_id: image.study_id.clone(),
-                class_id: annotation.category_id as i32,
+                class_id,
                 class_name,
                 height: height as i32,
                 width: width as i32,

@@ -307,6 +307,39 @@ async fn unreadable_zip_member_is_quarantined() {
 }
 
 #[tokio::test]
+async fn a_class_id_past_32_bits_is_quarantined_not_wrapped() {
+    let (_dir, root, synth) = tiny();
+    let path = first_file(&root, "cxas", ".json");
+    let huge = 1_i64 << 40;
+    edit_json(&path, |coco| {
+        let mut category = coco["categories"][0].clone();
+        category["id"] = Value::from(huge);
+        coco["categories"]
+            .as_array_mut()
+            .expect("categories")
+            .push(category);
+        coco["annotations"][2]["category_id"] = Value::from(huge);
+    });
+    let (_lake_dir, lake, rows) = ingest_expecting(&root, 1).await;
+    assert_eq!(rows[0].location, "annotations[2]");
+    assert!(
+        rows[0]
+            .reason
+            .starts_with("class id 1099511627776 is out of range"),
+        "{}",
+        rows[0].reason
+    );
+    assert_eq!(
+        count(&lake, "SELECT count(*) FROM cxas_masks WHERE class_id < 0").await,
+        0
+    );
+    assert_eq!(
+        count(&lake, "SELECT count(*) FROM cxas_masks").await,
+        synth.masks as i64 - 1
+    );
+}
+
+#[tokio::test]
 async fn without_categories_class_ids_are_cxas_label_ids() {
     let (_dir, root, synth) = tiny();
     let path = first_file(&root, "cxas", ".json");
