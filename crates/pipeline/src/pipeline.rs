@@ -33,6 +33,8 @@ pub struct Pipeline {
     embedder: OnceLock<Arc<dyn Embedder>>,
     prompts: OnceLock<Arc<Prompts>>,
     judge_prompts: OnceLock<Arc<JudgePrompts>>,
+    /// The reading judge's reader (its rules lexicon is compiled once per pipeline).
+    reader: OnceLock<Arc<crate::reading::RulesReader>>,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -127,6 +129,7 @@ impl PipelineBuilder {
             embedder: OnceLock::new(),
             prompts: OnceLock::new(),
             judge_prompts: OnceLock::new(),
+            reader: OnceLock::new(),
         })
     }
 }
@@ -283,7 +286,9 @@ impl Pipeline {
                 prompts: self.judge_prompts()?,
             },
             "reading" => Judge::Reading {
-                reader: Arc::new(crate::reading::RulesReader::new(self.defs())),
+                reader: loaded(&self.reader, || {
+                    Ok(Arc::new(crate::reading::RulesReader::new(self.defs())))
+                })?,
             },
             _ => Judge::Heuristic,
         })
