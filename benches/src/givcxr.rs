@@ -9,10 +9,7 @@
 //! to `graph` (the flavour reads `scene_graphs`, `images`, `region_boxes` and
 //! `imagenome_boxes`). `GIVCXR_BENCH_DIR` keeps the lake (`GIVCXR_BENCH_REUSE=1` reuses it).
 
-use std::time::Instant;
-
-use cxrlake_benches::{bench_dir, build_graph_lake, env_number, init_logging, pipeline};
-use cxrlake_lake::Lake;
+use cxrlake_benches::run_flavour_bench;
 
 /// The paper's generated QA pairs (table 8), before the hallucination filter.
 const PAPER_PAIRS: f64 = 434_417.0;
@@ -20,34 +17,19 @@ const PAPER_PAIRS: f64 = 434_417.0;
 #[tokio::main]
 #[allow(clippy::print_stdout)]
 async fn main() {
-    init_logging();
-    let studies = env_number("GIVCXR_BENCH_STUDIES", 20_000);
-    let (_temp, root) = bench_dir("GIVCXR_BENCH_DIR");
-    let lake_dir = root.join("lake");
-    let lake = Lake::open_url(lake_dir.to_str().expect("utf8")).expect("open");
-    if std::env::var_os("GIVCXR_BENCH_REUSE").is_none() || !lake_dir.exists() {
-        let started = Instant::now();
-        build_graph_lake(&lake, &root.join("corpus"), studies).await;
-        println!("lake built in {:.1} s", started.elapsed().as_secs_f64());
-    }
-    let flavour = pipeline(&lake, &[("flavours", "givcxr")]).await;
-    let started = Instant::now();
-    let mut reports = Vec::new();
-    for stage in [
-        "givcxr_context",
-        "givcxr_questions",
-        "givcxr_answers",
-        "givcxr_judge",
-        "givcxr_filter",
-    ] {
-        let report = flavour
-            .run_stage(stage, cxrlake_pipeline::RunMode::Write)
-            .await
-            .unwrap_or_else(|e| panic!("{stage}: {e}"));
-        println!("{report}");
-        reports.push(report);
-    }
-    let seconds = started.elapsed().as_secs_f64();
+    let bench = run_flavour_bench(
+        "GIVCXR",
+        "givcxr",
+        &[
+            "givcxr_context",
+            "givcxr_questions",
+            "givcxr_answers",
+            "givcxr_judge",
+            "givcxr_filter",
+        ],
+    )
+    .await;
+    let (reports, seconds, studies) = (&bench.reports, bench.seconds, bench.studies);
     let contexts = reports[0].rows("givcxr_regions") as f64;
     let pairs = reports[2].rows("givcxr_qa") as f64;
     let kept = reports[4].rows("givcxr_dataset");

@@ -94,6 +94,55 @@ pub async fn build_graph_lake(lake: &cxrlake_lake::Lake, corpus: &std::path::Pat
     }
 }
 
+/// A flavour bench's run: its lake of `<PREFIX>_BENCH_STUDIES` synthetic studies (default
+/// 20,000) built to `graph` in `<PREFIX>_BENCH_DIR` (reused with `<PREFIX>_BENCH_REUSE=1`), then
+/// `stages` of `flavour` each run over every study and printed.
+#[allow(clippy::print_stdout)]
+pub async fn run_flavour_bench(prefix: &str, flavour: &str, stages: &[&str]) -> FlavourBench {
+    init_logging();
+    let studies = env_number(&format!("{prefix}_BENCH_STUDIES"), 20_000);
+    let (temp, root) = bench_dir(&format!("{prefix}_BENCH_DIR"));
+    let lake_dir = root.join("lake");
+    let lake = cxrlake_lake::Lake::open_url(lake_dir.to_str().expect("utf8")).expect("open");
+    if std::env::var_os(format!("{prefix}_BENCH_REUSE")).is_none() || !lake_dir.exists() {
+        let started = Instant::now();
+        build_graph_lake(&lake, &root.join("corpus"), studies).await;
+        println!("lake built in {:.1} s", started.elapsed().as_secs_f64());
+    }
+    let flavoured = pipeline(&lake, &[("flavours", flavour)]).await;
+    let started = Instant::now();
+    let mut reports = Vec::new();
+    for stage in stages {
+        let report = flavoured
+            .run_stage(stage, cxrlake_pipeline::RunMode::Write)
+            .await
+            .unwrap_or_else(|e| panic!("{stage}: {e}"));
+        println!("{report}");
+        reports.push(report);
+    }
+    FlavourBench {
+        seconds: started.elapsed().as_secs_f64(),
+        studies,
+        lake,
+        reports,
+        _temp: temp,
+    }
+}
+
+/// What [`run_flavour_bench`] measured (the temporary lake lives as long as this).
+#[derive(Debug)]
+pub struct FlavourBench {
+    /// Synthetic studies in the lake.
+    pub studies: usize,
+    /// The lake.
+    pub lake: cxrlake_lake::Lake,
+    /// The stages' reports, in run order.
+    pub reports: Vec<cxrlake_pipeline::StageReport>,
+    /// Seconds the stages took together.
+    pub seconds: f64,
+    _temp: tempfile::TempDir,
+}
+
 /// A lake with `qa` for `studies` synthetic studies (seed 0): [`build_graph_lake`], then
 /// `balance` and `qa`.
 pub async fn build_qa_lake(lake: &cxrlake_lake::Lake, corpus: &std::path::Path, studies: usize) {

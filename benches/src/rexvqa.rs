@@ -9,10 +9,7 @@
 //! to `graph` (the flavour reads `sentences` and `scene_graphs`). `REXVQA_BENCH_DIR` keeps the
 //! lake (`REXVQA_BENCH_REUSE=1` reuses it).
 
-use std::time::Instant;
-
-use cxrlake_benches::{bench_dir, build_graph_lake, env_number, init_logging, pipeline};
-use cxrlake_lake::Lake;
+use cxrlake_benches::run_flavour_bench;
 
 /// MIMIC-CXR's studies.
 const MIMIC_STUDIES: f64 = 227_835.0;
@@ -20,33 +17,18 @@ const MIMIC_STUDIES: f64 = 227_835.0;
 #[tokio::main]
 #[allow(clippy::print_stdout)]
 async fn main() {
-    init_logging();
-    let studies = env_number("REXVQA_BENCH_STUDIES", 20_000);
-    let (_temp, root) = bench_dir("REXVQA_BENCH_DIR");
-    let lake_dir = root.join("lake");
-    let lake = Lake::open_url(lake_dir.to_str().expect("utf8")).expect("open");
-    if std::env::var_os("REXVQA_BENCH_REUSE").is_none() || !lake_dir.exists() {
-        let started = Instant::now();
-        build_graph_lake(&lake, &root.join("corpus"), studies).await;
-        println!("lake built in {:.1} s", started.elapsed().as_secs_f64());
-    }
-    let flavour = pipeline(&lake, &[("flavours", "rexvqa")]).await;
-    let started = Instant::now();
-    let mut reports = Vec::new();
-    for stage in [
-        "rexvqa_bullets",
-        "rexvqa_generate",
-        "rexvqa_judge",
-        "rexvqa_filter",
-    ] {
-        let report = flavour
-            .run_stage(stage, cxrlake_pipeline::RunMode::Write)
-            .await
-            .unwrap_or_else(|e| panic!("{stage}: {e}"));
-        println!("{report}");
-        reports.push(report);
-    }
-    let seconds = started.elapsed().as_secs_f64();
+    let bench = run_flavour_bench(
+        "REXVQA",
+        "rexvqa",
+        &[
+            "rexvqa_bullets",
+            "rexvqa_generate",
+            "rexvqa_judge",
+            "rexvqa_filter",
+        ],
+    )
+    .await;
+    let (reports, seconds, lake) = (&bench.reports, bench.seconds, &bench.lake);
     let bulleted = reports[0].rows("rexvqa_bullets") as f64;
     let mcqs = reports[1].rows("rexvqa_mcq") as f64;
     let ctx = lake.session().await.expect("session");
