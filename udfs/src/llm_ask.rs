@@ -36,11 +36,7 @@ pub(crate) async fn ask_each(
     let requests: Vec<LlmRequest> = prompts
         .iter()
         .flatten()
-        .map(|(prompt, max_tokens)| {
-            LlmRequest::chat(vec![ChatMessage::user(prompt.clone())])
-                .with_temperature(0.0)
-                .with_max_tokens(*max_tokens)
-        })
+        .map(|(prompt, max_tokens)| prompt_request(prompt, *max_tokens))
         .collect();
     let mut answers = complete(client, &requests).await?.into_iter();
     let mut out = Vec::with_capacity(prompts.len());
@@ -78,4 +74,25 @@ pub(crate) async fn complete(
         out.push(answer);
     }
     Ok(out)
+}
+
+/// The request [`ask`] sends for one prompt.
+pub(crate) fn prompt_request(prompt: &str, max_tokens: u32) -> LlmRequest {
+    LlmRequest::chat(vec![ChatMessage::user(prompt.to_string())])
+        .with_temperature(0.0)
+        .with_max_tokens(max_tokens)
+}
+
+/// Records that the answers to these prompts (with their token budgets, as asked) could not be
+/// used, each with its reason, so the next run asks them again instead of replaying them.
+pub(crate) async fn reject_prompts(client: &LlmClient, rejected: Vec<(&str, u32, String)>) {
+    let requests: Vec<(LlmRequest, String)> = rejected
+        .into_iter()
+        .map(|(prompt, max_tokens, reason)| (prompt_request(prompt, max_tokens), reason))
+        .collect();
+    let rejected: Vec<(&LlmRequest, String)> = requests
+        .iter()
+        .map(|(r, reason)| (r, reason.clone()))
+        .collect();
+    client.reject_all(&rejected).await;
 }

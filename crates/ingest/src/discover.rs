@@ -7,7 +7,8 @@
 //!  *-split.csv[.gz]                         → Split
 //!  *-chexpert.csv[.gz] / *-negbio.csv[.gz]  → Labels
 //!  <dicom_id>_SceneGraph.json               → SceneGraph    (also inside any .zip)
-//!  *.json under a folder named like `cxas`  → Cxas          (COCO with compressed RLE)
+//!  *.json under a folder `cxas…`            → Cxas          (COCO with compressed RLE; a file
+//!                                             of another shape is quarantined as not CXAS)
 //!  anything else                            → skipped (counted)
 //! ```
 
@@ -305,7 +306,7 @@ pub fn classify(full: &str, rel: &str) -> Option<Kind> {
         Some(Kind::Labels(Labeler::Negbio))
     } else if name.ends_with("_scenegraph.json") {
         Some(Kind::SceneGraph)
-    } else if name.ends_with(".json") && folders.iter().any(|f| f.contains("cxas")) {
+    } else if name.ends_with(".json") && folders.iter().any(|f| f.starts_with("cxas")) {
         Some(Kind::Cxas)
     } else if name.ends_with(".txt") && (folders.contains(&"files") || name.starts_with('s')) {
         Some(Kind::Report)
@@ -558,6 +559,10 @@ mod tests {
             Some(Kind::SceneGraph)
         );
         assert_eq!(c("cxas/p10/p10000032/s50414267.json"), Some(Kind::Cxas));
+        assert_eq!(c("cxas-2024/s50414267.json"), Some(Kind::Cxas));
+        assert_eq!(c("cxas.zip/p10/p10000032/s50414267.json"), Some(Kind::Cxas));
+        assert_eq!(c("notcxas/s50414267.json"), None);
+        assert_eq!(c("reports/mimic-cxas-notes/s50414267.json"), None);
         assert_eq!(c("manifest.json"), None);
         assert_eq!(c("ground_truth.jsonl"), None);
     }

@@ -32,6 +32,17 @@ pub enum LakeError {
         /// The lease file.
         path: String,
     },
+    /// The lease changed hands on every try (other commands kept starting and stopping).
+    #[error(
+        "the lake's write lease ({path}) changed hands on each of {tries} tries: other cxrlake \
+         commands keep starting and stopping on this lake; try again, or pass --wait to queue"
+    )]
+    Contended {
+        /// The lease file.
+        path: String,
+        /// How often this command tried.
+        tries: usize,
+    },
     /// The lake has not been initialised.
     #[error("no cxrlake lake at {0}; run `cxrlake init` (or pass --lake URL for another lake)")]
     NotInitialized(String),

@@ -10,7 +10,7 @@ use datafusion::arrow::array::{AsArray, BooleanArray, MutableArrayData, RecordBa
 use datafusion::arrow::compute::{cast, filter_record_batch};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::execution::runtime_env::RuntimeEnv;
-use datafusion::prelude::{SessionConfig, SessionContext, col, lit};
+use datafusion::prelude::{Expr, SessionConfig, SessionContext, col, lit};
 use deltalake::kernel::transaction::CommitProperties;
 use deltalake::logstore::ObjectStoreRef;
 use deltalake::protocol::SaveMode;
@@ -96,6 +96,9 @@ pub enum WriteMode {
     Overwrite,
     /// Replace the rows of these studies (`study_id IN (…)`), atomically.
     ReplaceStudies(Vec<String>),
+    /// Replace the rows matching a predicate, atomically; every written row must match it (a
+    /// content-addressed table re-answering some of its keys).
+    ReplaceWhere(Expr),
 }
 
 /// A pending write to one table: `lake.write("qa").replace_studies(ids).commit(c).execute(batches)`.
@@ -618,6 +621,12 @@ impl TableWrite<'_> {
         self
     }
 
+    /// Replaces the rows matching `predicate`; every written row must match it.
+    pub fn replace_where(mut self, predicate: Expr) -> Self {
+        self.mode = WriteMode::ReplaceWhere(predicate);
+        self
+    }
+
     /// Whether a replace deletes the old rows with Delta deletion vectors (`replace.rs`) instead
     /// of rewriting the files that hold them; the table's definition decides by default.
     pub fn deletion_vectors(mut self, on: bool) -> Self {
@@ -697,6 +706,9 @@ impl TableWrite<'_> {
                     .with_replace_where(col("study_id").in_list(ids, false))
                     .with_target_file_size(NonZeroU64::new(REPLACE_FILE_BYTES))
             }
+            WriteMode::ReplaceWhere(predicate) => builder
+                .with_save_mode(SaveMode::Overwrite)
+                .with_replace_where(predicate),
         };
         let table = builder.await.map_err(|e| LakeError::delta(name, e))?;
         crate::commit::committed();

@@ -26,6 +26,10 @@ use crate::lake::Lake;
 /// Minutes without a heartbeat after which a lease counts as abandoned.
 pub const STALE_AFTER: Duration = Duration::from_secs(10 * 60);
 
+/// Attempts to create the lease file before giving up: a lease released between our failed
+/// create and our read is tried again, a stale one taken over at most three times.
+const LEASE_TRIES: usize = 20;
+
 /// The lease file's content.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LeaseRecord {
@@ -89,7 +93,8 @@ impl Lake {
         };
         let body = serde_json::to_vec_pretty(&record)?;
         let mut holder = None;
-        for _ in 0..3 {
+        let mut taken_over = 0;
+        for _ in 0..LEASE_TRIES {
             let created = self
                 .store()
                 .put_opts(
@@ -138,14 +143,25 @@ impl Lake {
                 err => Err(err),
             })?;
             holder = Some(current);
+            taken_over += 1;
+            if taken_over == 3 {
+                break;
+            }
         }
-        // A live holder, or (three rounds lost to other writers) the last one seen.
-        Err(LakeError::Busy {
-            root: self.root().to_string(),
-            holder: Box::new(holder.unwrap_or(record)),
-            stale_minutes: stale_after.as_secs().div_ceil(60),
-            path: self.lease_location(),
-        })
+        // A live holder, or (three takeovers lost to other writers) the last one seen; never
+        // this command itself.
+        match holder {
+            Some(holder) => Err(LakeError::Busy {
+                root: self.root().to_string(),
+                holder: Box::new(holder),
+                stale_minutes: stale_after.as_secs().div_ceil(60),
+                path: self.lease_location(),
+            }),
+            None => Err(LakeError::Contended {
+                path: self.lease_location(),
+                tries: LEASE_TRIES,
+            }),
+        }
     }
 
     /// The lease file's URL, for messages.

@@ -36,6 +36,9 @@ use crate::stats::{CallStats, StatsRecorder};
 /// Longest error-body excerpt kept in an error.
 const ERROR_BODY_CHARS: usize = 300;
 
+/// The largest completion body read (a few thousand tokens are some kilobytes).
+const MAX_BODY_BYTES: usize = 4 << 20;
+
 /// Client for one OpenAI-compatible endpoint and model. `Debug` never shows the API key.
 #[derive(Debug)]
 pub struct LlmClient {
@@ -233,6 +236,25 @@ impl LlmClient {
                 })
             })
             .collect()
+    }
+
+    /// Records that the answers to these requests could not be used (each with its reason), so
+    /// that the next run asks them again instead of replaying them; the answers stay in the
+    /// cache's history. Without a durable cache this only forgets them.
+    pub async fn reject_all(&self, rejected: &[(&LlmRequest, String)]) {
+        if rejected.is_empty() {
+            return;
+        }
+        for (request, reason) in rejected {
+            let outcome = Err(LlmError::Unusable {
+                reason: reason.clone(),
+            });
+            self.store(&self.cache_key(request), &outcome).await;
+        }
+        StatsRecorder::add(&self.stats.rejected, count(rejected.len()));
+        if let Err(error) = self.cache.flush().await {
+            tracing::warn!(%error, "LLM cache flush failed; a re-run may replay unusable answers");
+        }
     }
 
     async fn store(&self, key: &CacheKey, outcome: &CachedOutcome) {
@@ -453,7 +475,28 @@ impl LlmClient {
                 }
             });
         }
-        let bytes = response.bytes().await.map_err(|error| {
+        let bytes = read_body(response).await?;
+        parse_completion(&bytes).map_err(Failure::Malformed)
+    }
+}
+
+/// A completion body, at most [`MAX_BODY_BYTES`]: a larger one (a server that never stops
+/// generating) is malformed, read no further than the cap.
+async fn read_body(mut response: reqwest::Response) -> std::result::Result<Vec<u8>, Failure> {
+    let too_large = |bytes: u64| {
+        Failure::Malformed(format!(
+            "a body of {bytes} bytes or more, over the {} MiB an answer may take",
+            MAX_BODY_BYTES >> 20
+        ))
+    };
+    if let Some(length) = response.content_length()
+        && length > MAX_BODY_BYTES as u64
+    {
+        return Err(too_large(length));
+    }
+    let mut bytes = Vec::new();
+    loop {
+        let chunk = response.chunk().await.map_err(|error| {
             if error.is_timeout() {
                 Failure::Transient {
                     cause: describe(&error),
@@ -463,7 +506,13 @@ impl LlmClient {
                 Failure::Malformed(format!("truncated body: {}", describe(&error)))
             }
         })?;
-        parse_completion(&bytes).map_err(Failure::Malformed)
+        let Some(chunk) = chunk else {
+            return Ok(bytes);
+        };
+        if bytes.len() + chunk.len() > MAX_BODY_BYTES {
+            return Err(too_large((bytes.len() + chunk.len()) as u64));
+        }
+        bytes.extend_from_slice(&chunk);
     }
 }
 

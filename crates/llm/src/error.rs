@@ -70,6 +70,14 @@ pub enum LlmError {
         /// What could not be parsed.
         detail: String,
     },
+    /// The server answered, but the caller could not use the answer (not the JSON it asked for,
+    /// a verdict it cannot read). Recorded so the accounting keeps it; never replayed, so the
+    /// next run asks again (a fixed server, another sample).
+    #[error("the answer could not be used: {reason}; the next run asks again")]
+    Unusable {
+        /// Why the caller could not use it.
+        reason: String,
+    },
     /// The request was not sent because the total budget (requests or deadline) is spent.
     /// Not cached: a later run with a fresh budget sends it.
     #[error("LLM budget exhausted ({0}); answered requests are cached, re-run to resume")]
@@ -85,7 +93,24 @@ impl LlmError {
     pub fn is_call_outcome(&self) -> bool {
         matches!(
             self,
-            Self::Status { .. } | Self::RetriesExhausted { .. } | Self::Malformed { .. }
+            Self::Status { .. }
+                | Self::RetriesExhausted { .. }
+                | Self::Malformed { .. }
+                | Self::Unusable { .. }
         )
+    }
+
+    /// How a recorded failure is treated by the next run: `permanent` (the server refused the
+    /// request itself: HTTP 400, 413, 422; replayed), `parse` (answered, but unusable; asked
+    /// again), `transient` (everything else; asked again).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Status {
+                status: 400 | 413 | 422,
+                ..
+            } => "permanent",
+            Self::Unusable { .. } => "parse",
+            _ => "transient",
+        }
     }
 }

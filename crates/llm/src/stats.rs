@@ -18,6 +18,8 @@ pub struct CallStats {
     pub retries: u64,
     /// Sent requests that ended in an error, plus requests refused by the budget.
     pub failures: u64,
+    /// Answers the caller could not use (parse failures), to be asked again by the next run.
+    pub rejected: u64,
     /// Prompt tokens of the answers fetched now.
     pub prompt_tokens: u64,
     /// Completion tokens of the answers fetched now.
@@ -35,6 +37,7 @@ pub(crate) struct StatsRecorder {
     pub sent: AtomicU64,
     pub retries: AtomicU64,
     pub failures: AtomicU64,
+    pub rejected: AtomicU64,
     pub prompt_tokens: AtomicU64,
     pub completion_tokens: AtomicU64,
     pub latency_micros: AtomicU64,
@@ -59,6 +62,7 @@ impl StatsRecorder {
             sent: load(&self.sent),
             retries: load(&self.retries),
             failures: load(&self.failures),
+            rejected: load(&self.rejected),
             prompt_tokens: load(&self.prompt_tokens),
             completion_tokens: load(&self.completion_tokens),
             total_latency: Duration::from_micros(load(&self.latency_micros)),

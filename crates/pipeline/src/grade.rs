@@ -23,7 +23,7 @@ use serde_json::Value;
 use crate::error::{PipelineError, Result};
 use crate::pipeline::Pipeline;
 use crate::scope::Scope;
-use crate::sql::collect;
+use crate::sql::{collect, count, first_column_strings};
 use crate::stage::{
     Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef, StageReport, Writes,
 };
@@ -61,6 +61,7 @@ impl Stage for Grade {
     async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
         let judge = pipeline.judge()?;
         let id = judge.id();
+        refuse_unknown_judge(pipeline, &id).await?;
         Ok(Prepared::new(
             vec![
                 ScalarUDF::from(JudgeRequestsFunc::new(Arc::new(judge))),
@@ -114,6 +115,36 @@ pub fn ratings(report: &StageReport) -> Vec<(String, usize)> {
             .collect(),
         _ => Vec::new(),
     }
+}
+
+/// Refuses to grade with a judge that has no verdict in `qa_judgements` while there are QA pairs
+/// (a mistyped `--model`, a judge never run): every rating would become `not rated`.
+async fn refuse_unknown_judge(pipeline: &Pipeline, id: &str) -> Result<()> {
+    let ctx = pipeline.lake().session().await?;
+    let quoted = id.replace('\'', "''");
+    let sql = format!("SELECT count(*) FROM qa_judgements WHERE judge = '{quoted}'");
+    if count(&ctx, "grade", &sql).await? > 0
+        || count(&ctx, "grade", "SELECT count(*) FROM qa").await? == 0
+    {
+        return Ok(());
+    }
+    let judges = collect(
+        &ctx,
+        "grade",
+        "SELECT DISTINCT judge FROM qa_judgements ORDER BY judge",
+    )
+    .await?;
+    let judges = first_column_strings("grade", &judges)?;
+    Err(PipelineError::Config(format!(
+        "judge `{id}` has no verdicts in qa_judgements, so every QA pair would be 'not rated'; \
+         run `cxrlake run judge` with the same settings first, or check the judge settings \
+         (--judge, --model, --judge-prompts). Judges with verdicts: {}",
+        if judges.is_empty() {
+            "none".to_string()
+        } else {
+            judges.join(", ")
+        }
+    )))
 }
 
 /// The grade run's state.

@@ -13,7 +13,7 @@
 //! A rerun judges nothing it has judged (a judgement with an error, e.g. a failed LLM call, is
 //! asked again; LLM answers are cached in `llm_calls`, so a resumed run sends no request twice).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -24,14 +24,14 @@ use datafusion::arrow::compute::{cast, filter_record_batch};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::logical_expr::async_udf::AsyncScalarUDF;
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{Expr, SessionContext, col, lit};
 use datafusion::scalar::ScalarValue;
 
 use crate::error::{PipelineError, Result};
 use crate::llm_calls::{cached_client, describe_llm, llm_metrics, refuse_if_every_call_failed};
 use crate::pipeline::Pipeline;
 use crate::scope::Scope;
-use crate::sql::{Statement, collect, count, register};
+use crate::sql::{Statement, collect, count, first_column_strings, register};
 use crate::stage::{
     ChunkInfo, Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef,
     StageReport, Writes,
@@ -95,6 +95,7 @@ impl Stage for Judge {
         };
         let ctx = pipeline.lake().session().await?;
         let judged = Judged::read(&ctx).await?;
+        let failed = failed_hashes(&ctx).await?;
         Ok(Prepared::new(
             vec![requests, verdict],
             vec![("judge", ScalarValue::from(id.as_str()))],
@@ -104,6 +105,8 @@ impl Stage for Judge {
             judged,
             client,
             count_only: mode == RunMode::CountOnly,
+            failed,
+            replaces: None,
             questions: 0,
             requests: 0,
             pending: 0,
@@ -117,11 +120,16 @@ impl Stage for Judge {
         let (requests, judged) = (report.metric("requests"), report.metric("judged"));
         let mut line = format!(
             "judge ({}): {} QA pairs, {requests} criterion requests (5 per pair), {verb} \
-             {judged} distinct inputs ({:.1} % of the requests), {} unusable, in {:.1} s",
+             {judged} distinct inputs ({:.1} % of the requests), {} unusable{}, in {:.1} s",
             report.metric_text("judge"),
             report.metric("questions"),
             100.0 * judged as f64 / requests.max(1) as f64,
             report.metric("unusable"),
+            if report.metric("unusable") > 0 && !count_only {
+                " (asked again by the next `cxrlake run judge`)"
+            } else {
+                ""
+            },
             report.seconds
         );
         if report.metrics.contains_key("llm_requested") {
@@ -198,16 +206,70 @@ impl Judged {
     }
 }
 
+/// The content hashes whose only verdicts failed (error set): asked again by this run, and their
+/// failed rows replaced by the new verdict, so a hash has one row however often it is retried.
+async fn failed_hashes(ctx: &SessionContext) -> Result<HashSet<String>> {
+    let sql = format!(
+        "SELECT DISTINCT content_hash FROM {TABLE} WHERE error IS NOT NULL \
+         EXCEPT SELECT content_hash FROM {TABLE} WHERE error IS NULL"
+    );
+    let batches = collect(ctx, "judge", &sql).await?;
+    Ok(first_column_strings("judge", &batches)?
+        .into_iter()
+        .collect())
+}
+
 /// The judge run's state: what is judged, the LLM client, and the counts.
 struct JudgeHooks {
     judge: String,
     judged: Judged,
     client: Option<Arc<LlmClient>>,
     count_only: bool,
+    /// Hashes with only failed verdicts in the table (before this chunk's write).
+    failed: HashSet<String>,
+    /// This chunk's replacement of failed verdicts it judged again.
+    replaces: Option<Expr>,
     questions: usize,
     requests: usize,
     pending: usize,
     unusable: usize,
+}
+
+impl JudgeHooks {
+    /// When `verdicts` judge again a hash with a failed row, the predicate replacing those rows:
+    /// `content_hash IN (every hash written)` (all new rows match it; the old rows it matches are
+    /// the failed ones, a hash judged without error is never asked again). The hashes failing
+    /// now join `failed`.
+    fn retried(&mut self, verdicts: &[RecordBatch]) -> Option<Expr> {
+        let mut written = Vec::new();
+        let mut retried = false;
+        for batch in verdicts {
+            let (Some(hashes), Some(errors)) = (
+                batch.column_by_name("content_hash"),
+                batch.column_by_name("error"),
+            ) else {
+                continue;
+            };
+            let (Ok(hashes), Ok(errors)) =
+                (cast(hashes, &DataType::Utf8), cast(errors, &DataType::Utf8))
+            else {
+                continue;
+            };
+            for (hash, error) in hashes
+                .as_string::<i32>()
+                .iter()
+                .zip(errors.as_string::<i32>())
+            {
+                let Some(hash) = hash else { continue };
+                retried |= self.failed.contains(hash);
+                written.push(hash.to_string());
+                if error.is_some() {
+                    self.failed.insert(hash.to_string());
+                }
+            }
+        }
+        retried.then(|| col("content_hash").in_list(written.into_iter().map(lit).collect(), false))
+    }
 }
 
 #[async_trait]
@@ -252,10 +314,19 @@ impl RunHooks for JudgeHooks {
                     .map(|e| e.len() - e.null_count())
                     .sum::<usize>();
                 self.judged.add(batches)?;
+                self.replaces = self.retried(batches);
             }
             _ => {}
         }
         Ok(())
+    }
+
+    fn replaces(&mut self, table: &str) -> Option<Expr> {
+        if table == TABLE {
+            self.replaces.take()
+        } else {
+            None
+        }
     }
 
     async fn finish(&mut self, _pipeline: &Pipeline, _scope: &Scope) -> Result<Metrics> {

@@ -2,12 +2,14 @@
 //!
 //! Every outcome is appended to a local journal (one JSON line, written before the next request
 //! is answered), so a killed run loses nothing that was answered; `flush` commits the journal to
-//! `llm_calls` and empties it, and `open` first commits what a killed run left in it. Answers and
-//! the HTTP statuses that refuse the request itself (400, 413, 422: the same request would be
-//! refused again) are replayed; every other failure is recorded for accounting but sent again
-//! by the next run: retries exhausted, malformed bodies, and statuses about the server or its
-//! configuration (401/403 credentials, 404 an unknown model or path, …), which a fixed server
-//! answers.
+//! `llm_calls` and empties it, and `open` first commits what a killed run left in it. The newest
+//! row of a request decides, by the kind of its error (`LlmError::kind`):
+//! - an answer, or a `permanent` failure (HTTP 400, 413, 422: the server refuses the request
+//!   itself and would again) is replayed;
+//! - a `parse` failure (an answer the stage could not use, recorded by `LlmClient::reject_all`
+//!   after the answer's own row) and every `transient` failure (retries exhausted, malformed
+//!   bodies, statuses about the server or its configuration: 401/403 credentials, 404 an unknown
+//!   model or path, …) is kept for accounting and sent again by the next run.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -100,14 +102,7 @@ impl CallRow {
             }));
         }
         let error: LlmError = serde_json::from_str(self.error.as_deref()?).ok()?;
-        matches!(
-            error,
-            LlmError::Status {
-                status: 400 | 413 | 422,
-                ..
-            }
-        )
-        .then_some(Err(error))
+        (error.kind() == "permanent").then_some(Err(error))
     }
 }
 
@@ -379,9 +374,10 @@ impl ResponseCache for LakeCache {
             .journal
             .write_all(format!("{line}\n").as_bytes())
             .map_err(|e| LlmError::Cache(format!("{}: {e}", self.journal_path.display())))?;
-        if let Some(outcome) = row.replay() {
-            state.replay.insert(row.request_hash.clone(), outcome);
-        }
+        match row.replay() {
+            Some(outcome) => state.replay.insert(row.request_hash.clone(), outcome),
+            None => state.replay.remove(&row.request_hash),
+        };
         state.pending.push(row);
         Ok(())
     }
@@ -412,6 +408,7 @@ pub(crate) fn llm_metrics(stats: &cxrlake_llm::CallStats) -> crate::stage::Metri
         ("llm_sent".to_string(), stats.sent.into()),
         ("llm_retries".to_string(), stats.retries.into()),
         ("llm_failures".to_string(), stats.failures.into()),
+        ("llm_rejected".to_string(), stats.rejected.into()),
         ("llm_prompt_tokens".to_string(), stats.prompt_tokens.into()),
         (
             "llm_completion_tokens".to_string(),
@@ -427,8 +424,8 @@ pub(crate) fn describe_llm(report: &crate::stage::StageReport) -> String {
         return String::new();
     }
     format!(
-        "; LLM: {} requests, {} from llm_calls, {} sent{}, {} retries, {} failed, {} prompt + {} \
-         completion tokens",
+        "; LLM: {} requests, {} from llm_calls, {} sent{}, {} retries, {} failed{}, {} prompt + \
+         {} completion tokens",
         report.metric("llm_requested"),
         report.metric("llm_cache_hits"),
         report.metric("llm_sent"),
@@ -438,6 +435,10 @@ pub(crate) fn describe_llm(report: &crate::stage::StageReport) -> String {
         },
         report.metric("llm_retries"),
         report.metric("llm_failures"),
+        match report.metric("llm_rejected") {
+            0 => String::new(),
+            rejected => format!(", {rejected} answers unusable (asked again by the next run)"),
+        },
         report.metric("llm_prompt_tokens"),
         report.metric("llm_completion_tokens"),
     )
@@ -536,5 +537,20 @@ mod tests {
         for status in [401, 403, 404, 405, 409] {
             assert!(failed(status).replay().is_none(), "{status}");
         }
+    }
+
+    #[test]
+    fn an_unusable_answer_is_asked_again() {
+        let key = CacheKey {
+            model: "m".into(),
+            prompt_version: "1".into(),
+            hash: "h".into(),
+        };
+        let error = LlmError::Unusable {
+            reason: "not JSON".into(),
+        };
+        let row = CallRow::new("http://127.0.0.1:8080/v1", &key, &Err(error));
+        assert!(row.replay().is_none());
+        assert!(row.error.as_deref().is_some_and(|e| e.contains("not JSON")));
     }
 }

@@ -372,7 +372,18 @@ async fn run_chunks(
                 }
                 batches.push(RecordBatch::new_empty(schema.clone()));
             }
-            writes.push((table_def.name.to_string(), per_study, batches, written));
+            let replaces = if append {
+                prepared.hooks.replaces(table_def.name)
+            } else {
+                None
+            };
+            writes.push((
+                table_def.name.to_string(),
+                per_study,
+                batches,
+                written,
+                replaces,
+            ));
         }
         changed.extend(chunk_changed.iter().cloned());
         // What changed, for the stages reading these tables later.
@@ -384,7 +395,7 @@ async fn run_chunks(
         };
         let writes: Vec<_> = writes
             .into_iter()
-            .map(|(table, per_study, batches, written)| {
+            .map(|(table, per_study, batches, written, replaces)| {
                 let metrics = CommitMetrics {
                     rows: written,
                     chunk: index + 1,
@@ -394,7 +405,7 @@ async fn run_chunks(
                 let commit = StageCommit::new(name)
                     .with_fingerprint(fingerprint.to_json())
                     .with_metrics(metrics.to_json());
-                (table, per_study, commit, batches)
+                (table, per_study, commit, batches, replaces)
             })
             .collect();
         commits += writes.len();
@@ -406,12 +417,15 @@ async fn run_chunks(
         let append = def.writes == Writes::Append;
         pending = Some(tokio::spawn(async move {
             let mut version = 0;
-            for (table, per_study, commit, batches) in writes {
+            for (table, per_study, commit, batches, replaces) in writes {
                 let write = lake.write(&table).commit(commit);
                 // A table that is not per study (e.g. quarantine) is rewritten whole by the
                 // statement that reads it.
                 let write = match (&replace, append, index) {
-                    (_, true, _) => write.append(),
+                    (_, true, _) => match replaces {
+                        Some(predicate) => write.replace_where(predicate),
+                        None => write.append(),
+                    },
                     (Some(ids), false, _) if per_study => write.replace_studies(ids.clone()),
                     (_, false, 0) => write.overwrite(),
                     (_, false, _) => write.append(),

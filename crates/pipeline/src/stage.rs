@@ -19,7 +19,7 @@ use async_trait::async_trait;
 use cxrlake_schemas::TableDef;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::logical_expr::ScalarUDF;
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{Expr, SessionContext};
 use datafusion::scalar::ScalarValue;
 use serde_json::Value;
 
@@ -173,6 +173,13 @@ pub trait RunHooks: Send {
         _batches: &[RecordBatch],
     ) -> Result<()> {
         Ok(())
+    }
+
+    /// For an append-only output table, the rows this chunk's rows replace (in the same commit;
+    /// every written row must match the predicate), e.g. the failed verdicts a rerun asked
+    /// again. Called after the chunk's statements; `None` appends.
+    fn replaces(&mut self, _table: &str) -> Option<Expr> {
+        None
     }
 
     /// After the last chunk was written: write caches, count, and return the run's metrics.

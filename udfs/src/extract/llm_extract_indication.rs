@@ -17,9 +17,9 @@ use datafusion::logical_expr::{
 
 use super::Naming;
 use super::output::{
-    Failure, IndicationRow, findings_at, indication_type, string_at, utf8_arg, utf8_list_arg,
+    IndicationRow, ask_parsed, findings_at, indication_type, string_at, utf8_arg, utf8_list_arg,
 };
-use crate::llm_ask::{BATCH_ROWS, ask};
+use crate::llm_ask::BATCH_ROWS;
 use crate::rows::encode_rows;
 
 /// Most tokens of an indication answer.
@@ -87,18 +87,10 @@ impl AsyncScalarUDFImpl for LlmExtractIndicationFunc {
                 Some(self.prompts.indication(indication, &findings))
             })
             .collect();
-        let answers = ask(&self.client, prompts, MAX_TOKENS).await?;
-        let parsed: Vec<_> = answers
-            .into_iter()
-            .map(|answer| match answer {
-                None => (None, Failure::default()),
-                Some(Err(reason)) => (None, Failure::call(reason)),
-                Some(Ok(text)) => match parse::indication(&text) {
-                    Ok(indication) => (Some(indication), Failure::default()),
-                    Err(error) => (None, Failure::parse(error, &text)),
-                },
-            })
-            .collect();
+        let parsed = ask_parsed(&self.client, prompts, MAX_TOKENS, |text| {
+            parse::indication(text).map(Some)
+        })
+        .await?;
         let rows: Vec<_> = parsed
             .iter()
             .map(|(indication, failure)| IndicationRow::new(indication.as_ref(), failure.clone()))

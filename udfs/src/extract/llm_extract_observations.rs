@@ -15,8 +15,8 @@ use datafusion::logical_expr::{
 };
 
 use super::Naming;
-use super::output::{Failure, ObservationsRow, list_strs, observations_type, utf8_list_arg};
-use crate::llm_ask::{BATCH_ROWS, ask};
+use super::output::{ObservationsRow, ask_parsed, list_strs, observations_type, utf8_list_arg};
+use crate::llm_ask::BATCH_ROWS;
 use crate::rows::encode_rows;
 
 /// Most tokens of an observation answer.
@@ -78,18 +78,7 @@ impl AsyncScalarUDFImpl for LlmExtractObservationsFunc {
                 (!sentences.is_empty()).then(|| self.prompts.observations(&sentences))
             })
             .collect();
-        let answers = ask(&self.client, prompts, MAX_TOKENS).await?;
-        let parsed: Vec<_> = answers
-            .into_iter()
-            .map(|answer| match answer {
-                None => (Vec::new(), Failure::default()),
-                Some(Err(reason)) => (Vec::new(), Failure::call(reason)),
-                Some(Ok(text)) => match parse::observations(&text) {
-                    Ok(observations) => (observations, Failure::default()),
-                    Err(error) => (Vec::new(), Failure::parse(error, &text)),
-                },
-            })
-            .collect();
+        let parsed = ask_parsed(&self.client, prompts, MAX_TOKENS, parse::observations).await?;
         let rows: Vec<_> = parsed
             .iter()
             .map(|(observations, failure)| ObservationsRow::new(observations, failure.clone()))

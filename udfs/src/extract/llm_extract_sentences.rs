@@ -17,8 +17,8 @@ use datafusion::logical_expr::{
 };
 
 use super::Naming;
-use super::output::{Failure, SentencesRow, sentences_type, string_at, utf8_arg};
-use crate::llm_ask::{BATCH_ROWS, ask};
+use super::output::{SentencesRow, ask_parsed, sentences_type, string_at, utf8_arg};
+use crate::llm_ask::BATCH_ROWS;
 use crate::rows::encode_rows;
 
 /// Most tokens of a sentence-extraction answer (a long report has ~40 sentences).
@@ -116,18 +116,10 @@ impl AsyncScalarUDFImpl for LlmExtractSentencesFunc {
                 (!report.trim().is_empty()).then(|| self.prompts.sentences(report))
             })
             .collect();
-        let answers = ask(&self.client, prompts, MAX_TOKENS).await?;
-        let parsed: Vec<(Vec<Sentence>, Failure)> = answers
-            .into_iter()
-            .map(|answer| match answer {
-                None => (Vec::new(), Failure::default()),
-                Some(Err(reason)) => (Vec::new(), Failure::call(reason)),
-                Some(Ok(text)) => match parse::sentences(&text) {
-                    Ok(sentences) => (resplit(sentences), Failure::default()),
-                    Err(error) => (Vec::new(), Failure::parse(error, &text)),
-                },
-            })
-            .collect();
+        let parsed = ask_parsed(&self.client, prompts, MAX_TOKENS, |text| {
+            parse::sentences(text).map(resplit)
+        })
+        .await?;
         let rows: Vec<_> = parsed
             .iter()
             .map(|(sentences, failure)| SentencesRow::new(sentences, failure.clone()))

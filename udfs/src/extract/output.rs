@@ -2,10 +2,13 @@
 //! the extraction crate's values, shared by both backends.
 
 use cxrlake_extract::{Indication, RawObservation, Sentence, clusters};
+use cxrlake_llm::LlmClient;
 use cxrlake_schemas::types::{key, list_of, struct_list, text, text_list};
 use datafusion::arrow::array::ArrayRef;
 use datafusion::arrow::datatypes::{DataType, Field, Fields};
 use serde::Serialize;
+
+use crate::llm_ask::{ask, reject_prompts};
 
 pub(crate) use crate::args::{list_strs, string_at, utf8_arg, utf8_list_arg};
 
@@ -90,6 +93,38 @@ impl Failure {
             raw: None,
         }
     }
+}
+
+/// Asks every prompt (`None`: nothing to ask, the default value and no failure) and parses each
+/// answer with `parse`. A failed call or an answer `parse` refuses is the row's [`Failure`]; the
+/// refused answers are rejected in the client's cache, so the next run asks them again.
+pub(crate) async fn ask_parsed<T: Default, E: ToString>(
+    client: &LlmClient,
+    prompts: Vec<Option<String>>,
+    max_tokens: u32,
+    parse: impl Fn(&str) -> Result<T, E>,
+) -> datafusion::common::Result<Vec<(T, Failure)>> {
+    let answers = ask(client, prompts.clone(), max_tokens).await?;
+    let mut unusable = Vec::new();
+    let mut rows = Vec::with_capacity(answers.len());
+    for (prompt, answer) in prompts.iter().zip(answers) {
+        rows.push(match answer {
+            None => (T::default(), Failure::default()),
+            Some(Err(reason)) => (T::default(), Failure::call(reason)),
+            Some(Ok(text)) => match parse(&text) {
+                Ok(value) => (value, Failure::default()),
+                Err(error) => {
+                    let reason = error.to_string();
+                    if let Some(prompt) = prompt {
+                        unusable.push((prompt.as_str(), max_tokens, reason.clone()));
+                    }
+                    (T::default(), Failure::parse(reason, &text))
+                }
+            },
+        });
+    }
+    reject_prompts(client, unusable).await;
+    Ok(rows)
 }
 
 #[derive(Serialize)]

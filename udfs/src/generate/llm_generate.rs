@@ -10,12 +10,14 @@
 //!  answer ──parse_json──validate──check──fit──► records, attempts, llm:<model>@<prompts version>
 //!        │ invalid, retries left: + assistant (the answer) + user ("Your answer is not valid:
 //!        │ <reason>. Answer again with JSON only.") ──► request again
-//!        └ invalid, none left: error = the reason, raw = the answer
+//!        └ invalid, none left: error = the reason, raw = the answer; every attempt rejected
+//!          in the cache (asked afresh by the next run)
 //!  call failed ──► error "LLM call failed: …"        budget spent / cache broken ──► query fails
 //! ```
 //!
 //! Every attempt goes through the client, so a rerun is answered from the cache and sends
-//! nothing. All pending rows of a batch are asked together, attempt by attempt.
+//! nothing, except the rows that ended unusable. All pending rows of a batch are asked together,
+//! attempt by attempt.
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -183,6 +185,9 @@ impl AsyncScalarUDFImpl for LlmGenerateFunc {
             .collect::<Result<Vec<Row>>>()?;
 
         let prompt = self.task.prompt();
+        // Per row, the requests sent (its attempts) and, when none gave a usable answer, why.
+        let mut sent: Vec<Vec<LlmRequest>> = vec![Vec::new(); rows.len()];
+        let mut unusable: Vec<(usize, String)> = Vec::new();
         for attempt in 1..=prompt.retries() + 1 {
             let asking: Vec<usize> = (0..rows.len())
                 .filter(|&index| matches!(rows[index], Row::Asking(_)))
@@ -203,6 +208,9 @@ impl AsyncScalarUDFImpl for LlmGenerateFunc {
                 })
                 .collect();
             let answers = complete(&self.client, &requests).await?;
+            for (&index, request) in asking.iter().zip(&requests) {
+                sent[index].push(request.clone());
+            }
             for (index, answer) in asking.into_iter().zip(answers) {
                 let (Row::Asking(messages), Some(input)) = (&mut rows[index], &inputs[index])
                 else {
@@ -228,6 +236,7 @@ impl AsyncScalarUDFImpl for LlmGenerateFunc {
                         )));
                     }
                     Err(reason) => {
+                        unusable.push((index, reason.clone()));
                         rows[index] = Row::Done(Generated::failed(
                             reason,
                             Some(text),
@@ -238,6 +247,12 @@ impl AsyncScalarUDFImpl for LlmGenerateFunc {
                 }
             }
         }
+        // Every attempt of a row that ended unusable is asked afresh by the next run.
+        let rejected: Vec<(&LlmRequest, String)> = unusable
+            .iter()
+            .flat_map(|(index, reason)| sent[*index].iter().map(|r| (r, reason.clone())))
+            .collect();
+        self.client.reject_all(&rejected).await;
         let results = rows
             .into_iter()
             .map(|row| match row {

@@ -20,7 +20,7 @@ use datafusion::logical_expr::{
 
 use super::verdict::{verdict_type, verdicts_array};
 use crate::args::{string_at, utf8_arg};
-use crate::llm_ask::{BATCH_ROWS, ask_each};
+use crate::llm_ask::{BATCH_ROWS, ask_each, reject_prompts};
 
 /// Tokens of an answer rating `parts` parts (a short line each), or an explanation and a label.
 fn max_tokens(criterion: Criterion, parts: usize) -> u32 {
@@ -136,21 +136,27 @@ impl AsyncScalarUDFImpl for LlmVerdictFunc {
                 criterion.map(|c| (string_at(&prompts, row).to_string(), max_tokens(c, *parts)))
             })
             .collect();
-        let answers = ask_each(&self.client, asked).await?;
-        let verdicts: Vec<Verdict> = rows
-            .iter()
-            .zip(answers)
-            .enumerate()
-            .map(
-                |(row, ((criterion, parts), answer))| match (criterion, answer) {
-                    (Some(criterion), Some(answer)) => verdict(*criterion, *parts, answer),
-                    _ => Verdict::unrated(
-                        format!("unknown criterion '{}'", string_at(&criteria, row)),
-                        "",
-                    ),
-                },
-            )
-            .collect();
+        let answers = ask_each(&self.client, asked.clone()).await?;
+        let mut unusable = Vec::new();
+        let mut verdicts = Vec::with_capacity(rows.len());
+        for (row, ((criterion, parts), answer)) in rows.iter().zip(answers).enumerate() {
+            let (Some(criterion), Some(answer)) = (criterion, answer) else {
+                verdicts.push(Verdict::unrated(
+                    format!("unknown criterion '{}'", string_at(&criteria, row)),
+                    "",
+                ));
+                continue;
+            };
+            let answered = answer.is_ok();
+            let verdict = verdict(*criterion, *parts, answer);
+            if let (true, Some(reason), Some((prompt, max_tokens))) =
+                (answered, &verdict.error, &asked[row])
+            {
+                unusable.push((prompt.as_str(), *max_tokens, reason.clone()));
+            }
+            verdicts.push(verdict);
+        }
+        reject_prompts(&self.client, unusable).await;
         Ok(ColumnarValue::Array(verdicts_array(&verdicts)))
     }
 }

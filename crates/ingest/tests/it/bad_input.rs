@@ -180,6 +180,27 @@ async fn valid_json_of_another_shape_says_so() {
 }
 
 #[tokio::test]
+async fn json_under_a_cxas_folder_is_read_as_cxas_only_when_shaped_like_it() {
+    let (_dir, root, _synth) = tiny();
+    let path = first_file(&root, "cxas", ".json");
+    // A JSON of another shape where CXAS output is expected: quarantined, saying what it is not.
+    std::fs::write(&path, b"{\"objects\": []}").expect("write");
+    // A JSON under a folder that merely contains the letters is not CXAS output: skipped.
+    let notes = root.join("notcxas");
+    std::fs::create_dir_all(&notes).expect("mkdir");
+    std::fs::write(notes.join("s50000001.json"), b"{\"images\": 1}").expect("write");
+    let (_lake_dir, _lake, rows) = ingest_expecting(&root, 1).await;
+    assert_eq!(rows[0].source, path.display().to_string());
+    assert!(
+        rows[0]
+            .reason
+            .starts_with("valid JSON, but not a CXAS COCO file: missing field `images`"),
+        "{}",
+        rows[0].reason
+    );
+}
+
+#[tokio::test]
 async fn rle_that_disagrees_with_the_image_is_quarantined() {
     let (_dir, root, synth) = tiny();
     let path = first_file(&root, "cxas", ".json");

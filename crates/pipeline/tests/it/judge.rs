@@ -290,13 +290,160 @@ async fn llm_judge_with_unparseable_answers() {
         number(&lake, "SELECT count(*) FROM qa WHERE rating = 'not rated'").await
     );
 
-    // A rerun asks again only what was unusable, and the llm_calls cache answers it.
-    let before = server.answers();
-    let again = run_stage(&lake, "judge", &options).await;
-    assert_eq!(again.metric("judged") as usize, pneumothorax, "{again}");
+    // A rerun asks again only what was unusable: the unusable answers are not replayed from
+    // llm_calls but sent again, and their failed rows are replaced, not duplicated.
+    let rows = number(&lake, "SELECT count(*) FROM qa_judgements").await;
+    for run in 1..=2 {
+        let before = server.answers();
+        let again = run_stage(&lake, "judge", &options).await;
+        assert_eq!(again.metric("judged") as usize, pneumothorax, "{again}");
+        assert_eq!(
+            server.answers(),
+            before + pneumothorax,
+            "run {run}: only the unusable answers are asked again"
+        );
+        assert_eq!(
+            again.metric("llm_rejected") as usize,
+            pneumothorax,
+            "{again}"
+        );
+        assert_eq!(
+            number(&lake, "SELECT count(*) FROM qa_judgements").await,
+            rows,
+            "run {run}: one row per judged input"
+        );
+        assert_eq!(
+            number(
+                &lake,
+                "SELECT count(*) FROM (SELECT content_hash FROM qa_judgements \
+                 GROUP BY content_hash HAVING count(*) > 1)"
+            )
+            .await,
+            0
+        );
+    }
     assert_eq!(
-        server.answers(),
-        before,
-        "cached answers are not asked again"
+        number(
+            &lake,
+            "SELECT count(*) FROM qa_judgements WHERE error IS NOT NULL"
+        )
+        .await as usize,
+        pneumothorax
     );
+}
+
+/// The verdicts of the LLM judge on `model`, as `criterion|levels|error` lines in order.
+async fn verdicts_of(lake: &Lake, model: &str) -> Vec<String> {
+    strings(
+        lake,
+        &format!(
+            "SELECT criterion || '|' || coalesce(array_to_string(levels, ','), '') || '|' || \
+             coalesce(error, '') AS line FROM qa_judgements WHERE judge LIKE 'llm:{model}@%' \
+             ORDER BY line"
+        ),
+    )
+    .await
+}
+
+/// The LLM fault matrix: the judge stage meets each fault of its server on every call, then runs
+/// again against the healthy server. A run whose calls all failed stops with an error and writes
+/// nothing; the rerun gives exactly the verdicts of a run that met no fault, except after a
+/// refusal of the request itself (HTTP 400), which is its answer and is replayed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_fault_matrix() {
+    use crate::llm_server::Fault;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (lake, _) = qa_lake(dir.path(), 2, 5).await;
+    let server = ExtractionServer::start_answering(judge_answer, Duration::ZERO, usize::MAX).await;
+    let endpoint = server.endpoint();
+    let settings = |model: &str, retries: &str| {
+        vec![
+            ("llm_endpoint".to_string(), endpoint.clone()),
+            ("llm_model".to_string(), model.to_string()),
+            ("judge".to_string(), "llm".to_string()),
+            ("llm_request_timeout".to_string(), "1".to_string()),
+            ("llm_max_retries".to_string(), retries.to_string()),
+            // Every input at once: a hang costs one timeout, not one per input.
+            ("llm_concurrency".to_string(), "512".to_string()),
+        ]
+    };
+    let run_as = |stage: &'static str, model: String, retries: &'static str| {
+        let settings = settings(&model, retries);
+        let lake = lake.clone();
+        async move {
+            let settings: Vec<(&str, &str)> = settings
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            pipeline(&lake, &settings)
+                .await
+                .run_stage(stage, RunMode::Write)
+                .await
+        }
+    };
+    let run = |model: String, retries: &'static str| run_as("judge", model, retries);
+    run("baseline".into(), "0").await.expect("baseline");
+    let baseline = verdicts_of(&lake, "baseline").await;
+    assert!(!baseline.is_empty());
+
+    let faults = [
+        ("500", Fault::Status(500), "0"),
+        ("503", Fault::Status(503), "0"),
+        ("429", Fault::Status(429), "1"),
+        ("hang", Fault::Hang, "0"),
+        ("reset", Fault::Reset, "0"),
+        ("truncated", Fault::Truncated, "0"),
+        ("wrong-schema", Fault::WrongSchema, "0"),
+        ("empty-choices", Fault::EmptyChoices, "0"),
+        ("huge", Fault::Huge, "0"),
+        ("404", Fault::Status(404), "0"),
+        ("redirect", Fault::Redirect, "0"),
+        ("400", Fault::Status(400), "0"),
+    ];
+    let (mut survived, mut recovered) = (0, 0);
+    for (name, fault, retries) in faults {
+        let model = format!("fault-{name}");
+        let started = std::time::Instant::now();
+        server.set_fault(fault);
+        let error = run(model.clone(), retries)
+            .await
+            .expect_err(name)
+            .to_string();
+        assert!(error.contains("every LLM call"), "{name}: {error}");
+        assert!(
+            verdicts_of(&lake, &model).await.is_empty(),
+            "{name}: nothing written"
+        );
+        survived += 1;
+        server.set_fault(Fault::None);
+        let before = server.answers();
+        match run(model.clone(), retries).await {
+            Ok(_) => {
+                assert_eq!(verdicts_of(&lake, &model).await, baseline, "{name}");
+                recovered += 1;
+            }
+            Err(error) => {
+                assert_eq!(name, "400", "only a refusal of the request stays: {error}");
+                assert!(error.to_string().contains("HTTP 400"), "{error}");
+                assert_eq!(server.answers(), before, "a refusal is replayed, not sent");
+            }
+        }
+        eprintln!("fault {name}: {:.1} s", started.elapsed().as_secs_f64());
+    }
+    eprintln!(
+        "LLM fault matrix: {survived}/{} faults survived, {recovered} recovered on a rerun \
+         (400 replayed as designed)",
+        faults.len()
+    );
+    assert_eq!((survived, recovered), (faults.len(), faults.len() - 1));
+
+    // Grading with a judge that has no verdicts (a mistyped model) is refused before any write.
+    let qa = lake.table("qa").await.expect("qa").version();
+    let error = run_as("grade", "judge-modle".into(), "0")
+        .await
+        .expect_err("unknown judge")
+        .to_string();
+    assert!(error.contains("has no verdicts in qa_judgements"), "{error}");
+    assert!(error.contains("llm:fault-500@"), "names the judges there: {error}");
+    assert_eq!(lake.table("qa").await.expect("qa").version(), qa);
 }

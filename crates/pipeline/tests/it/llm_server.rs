@@ -24,8 +24,32 @@ pub struct ExtractionServer {
     accept_loop: JoinHandle<()>,
 }
 
+/// How the server misbehaves (the LLM fault matrix); `None` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// Answers.
+    None,
+    /// This status with a JSON error body (`429` also sends `Retry-After: 1`).
+    Status(u16),
+    /// Never answers (the client's timeout ends the request).
+    Hang,
+    /// Closes the connection without answering.
+    Reset,
+    /// Announces a longer body than it sends, then closes.
+    Truncated,
+    /// 200 with a JSON body that is not an OpenAI completion.
+    WrongSchema,
+    /// 200 with `"choices": []`.
+    EmptyChoices,
+    /// 200 with an answer of 20 MB.
+    Huge,
+    /// 307 to a host under `.invalid` (never resolves): the PHI guard must refuse it.
+    Redirect,
+}
+
 #[derive(Debug)]
 struct State {
+    fault: Mutex<Fault>,
     answer: fn(&str) -> String,
     latency: Duration,
     answer_limit: AtomicUsize,
@@ -53,6 +77,7 @@ impl ExtractionServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let address = listener.local_addr().expect("address");
         let state = Arc::new(State {
+            fault: Mutex::new(Fault::None),
             answer,
             latency,
             answer_limit: AtomicUsize::new(answer_limit),
@@ -69,6 +94,11 @@ impl ExtractionServer {
             state,
             accept_loop,
         }
+    }
+
+    /// Makes every later request meet `fault`.
+    pub fn set_fault(&self, fault: Fault) {
+        *self.state.fault.lock().expect("lock") = fault;
     }
 
     /// Lifts the answer limit.
@@ -107,6 +137,13 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
             .unwrap_or_default()
             .to_string();
         tokio::time::sleep(state.latency).await;
+        let fault = *state.fault.lock().expect("lock");
+        if fault != Fault::None {
+            if misbehave(&mut stream, fault).await {
+                continue;
+            }
+            return;
+        }
         let answered = {
             let mut answers = state.answers.lock().expect("lock");
             let given: usize = answers.values().sum();
@@ -133,6 +170,61 @@ async fn serve(mut stream: TcpStream, state: Arc<State>) {
             return;
         }
     }
+}
+
+/// Meets a request with `fault`; whether the connection stays usable.
+async fn misbehave(stream: &mut TcpStream, fault: Fault) -> bool {
+    let ok = |content: &str| {
+        json!({"choices": [{"message": {"role": "assistant", "content": content}}]}).to_string()
+    };
+    let (head, body) = match fault {
+        Fault::None => return true,
+        Fault::Hang => {
+            std::future::pending::<()>().await;
+            return false;
+        }
+        Fault::Reset => return false,
+        Fault::Truncated => {
+            let body = ok("OPTIMAL");
+            let reply = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{}",
+                body.len() + 100,
+                &body[..body.len() / 2]
+            );
+            let _ = stream.write_all(reply.as_bytes()).await;
+            return false;
+        }
+        Fault::Status(status) => (
+            format!(
+                "HTTP/1.1 {status} Fault\r\n{}",
+                if status == 429 { "retry-after: 1\r\n" } else { "" }
+            ),
+            json!({"error": {"message": "injected fault", "code": status}}).to_string(),
+        ),
+        Fault::WrongSchema => ("HTTP/1.1 200 OK\r\n".into(), json!({"result": "OPTIMAL"}).to_string()),
+        Fault::EmptyChoices => ("HTTP/1.1 200 OK\r\n".into(), json!({"choices": []}).to_string()),
+        Fault::Huge => {
+            // Built once and written as it is: many clients may be asking at once.
+            static HUGE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+            let body = HUGE.get_or_init(|| ok(&"OPTIMAL ".repeat(20 << 17)));
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                body.len()
+            );
+            return stream.write_all(head.as_bytes()).await.is_ok()
+                && stream.write_all(body.as_bytes()).await.is_ok();
+        }
+        Fault::Redirect => (
+            "HTTP/1.1 307 Temporary Redirect\r\nlocation: http://llm.invalid/v1/chat/completions\r\n"
+                .into(),
+            String::new(),
+        ),
+    };
+    let reply = format!(
+        "{head}content-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(reply.as_bytes()).await.is_ok()
 }
 
 /// Reads one request from a keep-alive connection; `None` at its end.
