@@ -443,7 +443,13 @@ async fn llm_fault_matrix() {
         .await
         .expect_err("unknown judge")
         .to_string();
-    assert!(error.contains("has no verdicts in qa_judgements"), "{error}");
-    assert!(error.contains("llm:fault-500@"), "names the judges there: {error}");
+    assert!(
+        error.contains("has no verdicts in qa_judgements"),
+        "{error}"
+    );
+    assert!(
+        error.contains("llm:fault-500@"),
+        "names the judges there: {error}"
+    );
     assert_eq!(lake.table("qa").await.expect("qa").version(), qa);
 }
