@@ -13,8 +13,8 @@ SELECT answer_type,
        round(avg(CASE WHEN from_report THEN 1.0 ELSE 0.0 END), 2) AS from_report_share,
        min(words) AS min_words,
        median(words) AS median_words,
-       approx_percentile_cont(0.9) WITHIN GROUP (ORDER BY words) AS p90_words,
+       percentile_cont(0.9) WITHIN GROUP (ORDER BY words) AS p90_words,
        max(words) AS max_words
 FROM parts
 GROUP BY answer_type, positiveness
-ORDER BY answer_type, parts DESC
+ORDER BY answer_type, parts DESC, positiveness

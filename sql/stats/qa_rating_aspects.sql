@@ -21,4 +21,4 @@ FROM qa GROUP BY 1, 2
 UNION ALL
 SELECT 'general_issue_level', extraction_quality['general_issue_level'], count(*)
 FROM qa GROUP BY 1, 2
-ORDER BY 1, 3 DESC
+ORDER BY 1, 3 DESC, 2

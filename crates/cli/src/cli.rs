@@ -13,6 +13,7 @@ use tracing_subscriber::EnvFilter;
 use crate::error::{CliError, Result};
 use crate::output::{Format, write_batches, write_parquet};
 use crate::refdefs::RefdefsCommand;
+use cxrlake_report::STATS;
 
 /// cxrlake: build, grade, query and export chest X-ray VQA datasets as a Delta lake.
 #[derive(Debug, Parser)]
@@ -155,8 +156,9 @@ pub enum Command {
     },
     /// Dataset statistics defined as SQL in sql/stats/ (without a name: list them)
     Stats {
-        /// qa_templates, qa_balance, qa_texts, qa_answer_lengths, qa_ratings,
-        /// qa_rating_aspects, judge_calls, gemex_table2, gemex_content,
+        /// qa_overview, qa_templates, qa_balance, qa_texts, qa_answer_parts, qa_answer_lengths,
+        /// qa_rating_distribution, qa_ratings, qa_rating_aspects, qa_tags, judge_calls,
+        /// judge_dedup, gemex_table2, gemex_content,
         /// gemex_regions, gemex_lengths, mimic_cxr_vqa_table1, mimic_cxr_vqa_table2,
         /// mimic_cxr_vqa_table3, mimic_cxr_vqa_categories, rexvqa_validators, rexvqa_tasks,
         /// rexvqa_categories, rexvqa_positions, givcxr_regions, givcxr_findings,
@@ -165,6 +167,14 @@ pub enum Command {
         /// Output format
         #[arg(long, value_enum, default_value_t = Format::Table)]
         format: Format,
+    },
+    /// The dataset's statistics as pictures: DIR/index.html (self-contained, opens offline) with
+    /// the figures of paper 000's table 3 and figures 4–6 as PNG and SVG, every number as a CSV
+    /// table (the statistics of `cxrlake stats`), the judge's dedup ratio and per-table provenance
+    Report {
+        /// Output folder
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
     },
     /// Reference definitions: check, diff, stats, dataset_info.json, load into the lake
     Refdefs {
@@ -278,7 +288,8 @@ pub enum ExportCommand {
     /// exports/A_frontal = FT, exports/B_frontal = PT, each with a q1M sample in metadata/q1M/);
     /// ft, pt, a+ or a++ writes that subset alone (frontal images only). Parquet: nested
     /// qa.parquet and scene_graphs.parquet; both formats: metadata/*.parquet and *.csv.gz (seven
-    /// flat tables, pandas MultiIndex layout); PhysioNet: qa.zip, scene_data.zip, README.md,
+    /// flat tables, pandas MultiIndex layout), dataset_info.json in every folder and stats/ (the
+    /// `cxrlake report` of the lake) at the root; PhysioNet: qa.zip, scene_data.zip, README.md,
     /// quality_mappings.csv, metadata/dataset_info.json
     Release {
         /// Output folder
@@ -527,6 +538,9 @@ impl Cli {
                     }
                     tokio::time::sleep(std::time::Duration::from_millis(250)).await;
                 }
+                Err(cxrlake_lake::LakeError::Contended { .. }) if waiting => {
+                    tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                }
                 Err(err) => return Err(err.into()),
             }
         }
@@ -708,6 +722,13 @@ impl Cli {
                 })?;
                 lake.require_initialized().await?;
                 sql(&lake, query, *format, None, out).await
+            }
+            Command::Report { out: dir } => {
+                lake.require_initialized().await?;
+                local_folder(dir)?;
+                let report = cxrlake_report::Report::new(dir.clone());
+                let summary = cxrlake_report::write_report(&lake, &report).await?;
+                say(out, format_args!("{summary}"))
             }
             Command::Synth {
                 studies,
@@ -1346,108 +1367,8 @@ async fn demo(
 
 /// The SQL of the stats query `name` (one of [`STATS`]; empty, and so an error when run, if not).
 fn stat(name: &str) -> &'static str {
-    STATS
-        .iter()
-        .find(|(n, _)| *n == name)
-        .map_or("", |(_, query)| query)
+    cxrlake_report::stats::query(name).unwrap_or_default()
 }
-
-/// The statistics of `sql/stats/`, by name.
-pub const STATS: [(&str, &str); 24] = [
-    (
-        "qa_templates",
-        include_str!("../../../sql/stats/qa_templates.sql"),
-    ),
-    (
-        "qa_balance",
-        include_str!("../../../sql/stats/qa_balance.sql"),
-    ),
-    ("qa_texts", include_str!("../../../sql/stats/qa_texts.sql")),
-    (
-        "qa_answer_lengths",
-        include_str!("../../../sql/stats/qa_answer_lengths.sql"),
-    ),
-    (
-        "qa_ratings",
-        include_str!("../../../sql/stats/qa_ratings.sql"),
-    ),
-    (
-        "qa_rating_aspects",
-        include_str!("../../../sql/stats/qa_rating_aspects.sql"),
-    ),
-    (
-        "judge_calls",
-        include_str!("../../../sql/stats/judge_calls.sql"),
-    ),
-    (
-        "gemex_table2",
-        include_str!("../../../sql/stats/gemex_table2.sql"),
-    ),
-    (
-        "gemex_content",
-        include_str!("../../../sql/stats/gemex_content.sql"),
-    ),
-    (
-        "gemex_regions",
-        include_str!("../../../sql/stats/gemex_regions.sql"),
-    ),
-    (
-        "gemex_lengths",
-        include_str!("../../../sql/stats/gemex_lengths.sql"),
-    ),
-    (
-        "mimic_cxr_vqa_table1",
-        include_str!("../../../sql/stats/mimic_cxr_vqa_table1.sql"),
-    ),
-    (
-        "mimic_cxr_vqa_table2",
-        include_str!("../../../sql/stats/mimic_cxr_vqa_table2.sql"),
-    ),
-    (
-        "mimic_cxr_vqa_table3",
-        include_str!("../../../sql/stats/mimic_cxr_vqa_table3.sql"),
-    ),
-    (
-        "mimic_cxr_vqa_categories",
-        include_str!("../../../sql/stats/mimic_cxr_vqa_categories.sql"),
-    ),
-    (
-        "rexvqa_validators",
-        include_str!("../../../sql/stats/rexvqa_validators.sql"),
-    ),
-    (
-        "rexvqa_tasks",
-        include_str!("../../../sql/stats/rexvqa_tasks.sql"),
-    ),
-    (
-        "rexvqa_categories",
-        include_str!("../../../sql/stats/rexvqa_categories.sql"),
-    ),
-    (
-        "rexvqa_positions",
-        include_str!("../../../sql/stats/rexvqa_positions.sql"),
-    ),
-    (
-        "givcxr_regions",
-        include_str!("../../../sql/stats/givcxr_regions.sql"),
-    ),
-    (
-        "givcxr_findings",
-        include_str!("../../../sql/stats/givcxr_findings.sql"),
-    ),
-    (
-        "givcxr_hallucination",
-        include_str!("../../../sql/stats/givcxr_hallucination.sql"),
-    ),
-    (
-        "givcxr_terms",
-        include_str!("../../../sql/stats/givcxr_terms.sql"),
-    ),
-    (
-        "givcxr_review",
-        include_str!("../../../sql/stats/givcxr_review.sql"),
-    ),
-];
 
 /// The MIMIC-CXR-VQA question bank the lake's settings name (its dataset id goes into exports).
 fn mimic_cxr_vqa_bank(lake: &Lake) -> Result<cxrlake_pipeline::mimic_cxr_vqa::Bank> {

@@ -25,6 +25,9 @@ pub enum CliError {
     /// An export failed.
     #[error(transparent)]
     Export(#[from] cxrlake_export::ExportError),
+    /// The report could not be written.
+    #[error(transparent)]
+    Report(#[from] cxrlake_report::ReportError),
     /// A query failed to plan or run.
     #[error("query failed: {0}")]
     Query(#[from] datafusion::error::DataFusionError),

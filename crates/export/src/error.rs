@@ -20,6 +20,9 @@ fn stage_of(table: &str) -> &'static str {
 /// Errors of release-layout exports.
 #[derive(Debug, Error)]
 pub enum ExportError {
+    /// The release's `stats/` report could not be written.
+    #[error("stats/: {0}")]
+    Report(#[from] cxrlake_report::ReportError),
     /// A release to import cannot be read.
     #[error("cannot import {}: {reason}", .path.display())]
     Import {

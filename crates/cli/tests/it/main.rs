@@ -4,6 +4,7 @@ mod import;
 mod interop;
 mod kill_matrix;
 mod release;
+mod report;
 
 /// Runs the built `cxrlake` binary on the lake at `lake` with `args`, as a user would.
 pub(crate) fn cxrlake(lake: &std::path::Path, args: &[&str]) -> std::process::Output {

@@ -10,6 +10,8 @@
 //! release_* ─<table>_metadata.sql ×7─▶ metadata/<table>_metadata.parquet + .csv.gz
 //! release_qa ─sample.sql (sample_hash(seed, study, question) < p)─▶ metadata/q1M/…
 //! physionet: release_qa ─D.2─▶ qa.zip; release_scene_graphs ─D.1─▶ scene_data.zip (+ metadata.json)
+//! each folder: metadata/question_metadata.parquet + counts ─▶ dataset_info.json (info.rs)
+//! root: lake ─cxrlake report─▶ stats/ (figures as PNG and SVG, CSV tables, index.html)
 //! ```
 //!
 //! `--subset all` writes the release's tree: the root (every QA pair and image) and
@@ -21,6 +23,7 @@
 
 mod broadcast;
 mod csv;
+mod info;
 mod tables;
 
 use std::fmt;
@@ -427,6 +430,7 @@ async fn run(lake: &Lake, export: &ReleaseExport) -> Result<ReleaseSummary> {
         tracing::info!(folder, %subset, questions = part.questions, "release part written");
         parts.push(part);
     }
+    info::write_stats(lake, export).await?;
     if export.format.physionet() {
         let root = &export.out_dir;
         write_file(
@@ -543,7 +547,7 @@ async fn write_part(
             )
         })
         .collect();
-    Ok(PartSummary {
+    let part = PartSummary {
         folder: folder.to_string(),
         subset,
         questions: written.rows(Output::Qa),
@@ -551,7 +555,9 @@ async fn write_part(
         splits,
         sample_questions: written.rows(Output::Sampled("question_metadata")),
         bytes: written.bytes(),
-    })
+    };
+    info::write_dataset_info(&ctx, export, &part, &dir).await?;
+    Ok(part)
 }
 
 /// The error of a subset without a question.
@@ -934,7 +940,9 @@ fn readme(export: &ReleaseExport, parts: &[PartSummary]) -> String {
     let mut out = String::from(
         "# cxrlake release\n\nWritten by `cxrlake export release` in the layout of \
          MIMIC-Ext-CXR-QBA. Quality values are integers (`quality_mappings.csv`), ratings \
-         `<rank>_<grade>` strings; metadata tables carry `*.rating_rank` numbers for filtering.\n\n",
+         `<rank>_<grade>` strings; metadata tables carry `*.rating_rank` numbers for filtering. \
+         Each folder describes itself in `dataset_info.json`; `stats/index.html` shows the \
+         dataset's statistics as figures and tables (CSV files beside it).\n\n",
     );
     if let Some(filter) = &export.filter {
         out.push_str(&format!("Filter: `{filter}`\n\n"));
