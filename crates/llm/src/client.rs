@@ -245,13 +245,19 @@ impl LlmClient {
         if rejected.is_empty() {
             return;
         }
+        // One request may be the same for several rows (it was sent once for all of them).
+        let mut seen = std::collections::HashSet::new();
         for (request, reason) in rejected {
+            let key = self.cache_key(request);
+            if !seen.insert(key.hash.clone()) {
+                continue;
+            }
             let outcome = Err(LlmError::Unusable {
                 reason: reason.clone(),
             });
-            self.store(&self.cache_key(request), &outcome).await;
+            self.store(&key, &outcome).await;
         }
-        StatsRecorder::add(&self.stats.rejected, count(rejected.len()));
+        StatsRecorder::add(&self.stats.rejected, count(seen.len()));
         if let Err(error) = self.cache.flush().await {
             tracing::warn!(%error, "LLM cache flush failed; a re-run may replay unusable answers");
         }

@@ -120,6 +120,14 @@ pub async fn qa_lake(dir: &Path, studies: usize, seed: u64) -> (Lake, RefDefs) {
     (lake, defs)
 }
 
+/// LLM answers the stages of `reports` could not use (sent again by the next run).
+pub fn unusable_answers(reports: &[StageReport]) -> usize {
+    reports
+        .iter()
+        .map(|report| report.metric("llm_rejected") as usize)
+        .sum()
+}
+
 /// An initialised lake at `dir`.
 pub async fn open_lake(dir: &Path) -> Lake {
     let lake = Lake::open_url(dir.to_str().expect("utf8"))

@@ -280,14 +280,16 @@ async fn llm_backend_caches_resumes_and_quarantines_parse_errors() {
     .await;
     assert_eq!(answered as usize, server.answers());
 
-    // A re-run sends nothing and writes the same rows.
+    // A re-run sends only the unusable answer again (not replayed from llm_calls) and writes the
+    // same rows.
     let before = server.answers();
     let again = run(&lake, &llm_options(&server, None))
         .await
         .expect("rerun");
-    assert_eq!(server.answers(), before, "{again}");
+    assert_eq!(server.answers(), before + 1, "{again}");
     assert_eq!(again.rows, summary.rows);
-    assert_eq!(again.metric("llm_sent"), 0);
+    assert_eq!(again.metric("llm_sent"), 1);
+    assert_eq!(again.metric("llm_rejected"), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

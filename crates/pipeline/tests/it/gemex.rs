@@ -14,7 +14,9 @@ use cxrlake_export::{GemexExport, GemexFormat, export_gemex};
 use cxrlake_gemex::regions::Regions;
 use serde_json::{Value, json};
 
-use crate::common::{graph_lake, json_lines, localized_lake, number, pipeline, run_stage, strings};
+use crate::common::{
+    graph_lake, json_lines, localized_lake, number, pipeline, run_stage, strings, unusable_answers,
+};
 use crate::llm_server::ExtractionServer;
 
 const FLAVOUR: (&str, &str) = ("flavours", "gemex");
@@ -447,10 +449,19 @@ async fn llm_gemex_normalises_retries_quarantines_and_caches() {
         ["left lung+cardiac silhouette"]
     );
 
-    // A rerun is answered from the lake's llm_calls: nothing is sent.
-    run_stage(&lake, "gemex_reground", &settings).await;
-    run_stage(&lake, "gemex_generate", &settings).await;
-    assert_eq!(server.answers(), answered, "a rerun sends nothing");
+    // A rerun is answered from the lake's llm_calls, except the answers that were unusable: those
+    // are sent again (and are unusable again).
+    let reports = [
+        run_stage(&lake, "gemex_reground", &settings).await,
+        run_stage(&lake, "gemex_generate", &settings).await,
+    ];
+    let rejected = unusable_answers(&reports);
+    assert!(rejected > 0, "the prose answers are unusable");
+    assert_eq!(
+        server.answers(),
+        answered + rejected,
+        "a rerun sends only the unusable answers"
+    );
     assert_eq!(
         number(&lake, "SELECT count(DISTINCT image_id) FROM gemex_qa").await,
         images
