@@ -1,8 +1,8 @@
 //! Release JSON → lake rows: the layout of [`crate::layout`] read backwards, so the exports, the
 //! validators and the import share one description of every object. Each release file is
-//! streamed once through serde (no intermediate `serde_json::Value`) into lake rows as JSON text,
-//! one line per row with the lake's field names, which Arrow's JSON decoder turns into batches
-//! of the lake table's schema; values that need no change are copied as they are.
+//! streamed once through serde (no intermediate `serde_json::Value`, no JSON text) straight into
+//! the Arrow columns of the lake table ([`super::columns`]), field by field as the layout maps
+//! them; a member that cannot be used is rolled back and leaves no rows.
 //!
 //! ```text
 //! {"O01": {…}, "O02": {…}}           ──Dict──▶  [{obs_id: "O01", …}, {obs_id: "O02", …}]
@@ -16,11 +16,17 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::fmt;
 use std::io::Write;
+use std::sync::Arc;
 
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use arrow::error::ArrowError;
 use cxrlake_schemas::Rating;
 use cxrlake_schemas::quality;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
 
+use super::columns::{Column, Fill, Seen, StructColumn};
 use crate::layout::{Node, QUALITY, QUESTION, ROOT, Scalar, Shape};
 
 /// The quality codes of a release: `(aspect key, integer value)` → level name, read from its
@@ -109,60 +115,118 @@ pub struct FileIds<'a> {
     pub provenance: &'a str,
 }
 
-/// Appends the `qa` rows of a `*.qa.json` file to `out`, one JSON line per question; returns
-/// how many. The error says which key holds what cannot be read.
-pub fn qa_rows(
-    bytes: &[u8],
-    ids: FileIds<'_>,
-    codes: &Codes,
-    out: &mut Vec<u8>,
-) -> Result<usize, String> {
-    let ctx = Ctx::new(codes);
-    let mut seen = FileSeen::default();
-    let seed = QaFileSeed {
-        ctx: &ctx,
-        ids,
-        out,
-        seen: &mut seen,
-    };
-    run(&ctx, bytes, seed)?;
-    seen.check(ids)?;
-    Ok(seen.rows)
+/// The rows of one lake table under construction: members are decoded into them one at a time,
+/// and a member that cannot be used leaves nothing behind.
+pub(super) struct Rows {
+    schema: SchemaRef,
+    root: StructColumn,
+    /// Spare answer-part columns: a part's children wait in one until the part's row is done.
+    spares: RefCell<Vec<StructColumn>>,
 }
 
-/// Appends the `scene_graphs` row of a `*.scene_graph.json` file to `out` as one JSON line.
-pub fn scene_graph_row(
-    bytes: &[u8],
-    ids: FileIds<'_>,
-    codes: &Codes,
-    out: &mut Vec<u8>,
-) -> Result<(), String> {
-    let ctx = Ctx::new(codes);
-    let start = out.len();
-    let visited = run(
-        &ctx,
-        bytes,
-        RowSeed {
+impl Rows {
+    /// Empty rows of a lake table; the error names a column the import cannot build.
+    pub fn new(schema: &SchemaRef) -> Result<Self, String> {
+        Ok(Self {
+            schema: Arc::clone(schema),
+            root: StructColumn::new(schema.fields())?,
+            spares: RefCell::default(),
+        })
+    }
+
+    /// Adds the `qa` rows of a `*.qa.json` file, one per question, and returns how many. The
+    /// error says which key holds what cannot be read.
+    pub fn qa(&mut self, bytes: &[u8], ids: FileIds<'_>, codes: &Codes) -> Result<usize, String> {
+        let before = self.root.len();
+        let ctx = Ctx::new(codes, &self.spares);
+        let mut seen = FileSeen::default();
+        let seed = QaFileSeed {
+            ctx: &ctx,
+            ids,
+            root: &mut self.root,
+            seen: &mut seen,
+        };
+        let read = run(&ctx, bytes, seed).and_then(|()| seen.check(ids));
+        self.kept(before, read.map(|()| seen.rows))
+    }
+
+    /// Adds the `scene_graphs` row of a `*.scene_graph.json` file.
+    pub fn scene_graph(
+        &mut self,
+        bytes: &[u8],
+        ids: FileIds<'_>,
+        codes: &Codes,
+    ) -> Result<usize, String> {
+        let before = self.root.len();
+        let ctx = Ctx::new(codes, &self.spares);
+        let seed = RowSeed {
             ctx: &ctx,
             node: &ROOT,
             ids,
-            out: &mut *out,
+            root: &mut self.root,
             question: false,
-        },
-    )?;
-    let text = |range: Option<(usize, usize)>| {
-        range.map(|(from, to)| String::from_utf8_lossy(&out[start + from..start + to]).into_owned())
-    };
-    let seen = FileSeen {
-        patient_id: text(visited.patient_id).and_then(unquote),
-        study_id: text(visited.study_id).and_then(unquote),
-        rows: 1,
-    };
-    seen.check(ids)
-}
+        };
+        let read = run(&ctx, bytes, seed).and_then(|seen| seen.check(ids));
+        self.kept(before, read.map(|()| 1))
+    }
 
-fn unquote(text: String) -> Option<String> {
-    serde_json::from_str::<String>(&text).ok()
+    /// Adds the `images` rows of a study's `*.metadata.json` file, one per image.
+    pub fn images(&mut self, bytes: &[u8], ids: FileIds<'_>) -> Result<usize, String> {
+        let before = self.root.len();
+        let read = self.image_rows(bytes, ids);
+        self.kept(before, read)
+    }
+
+    /// `read`, after rolling back to `before` rows if it failed.
+    fn kept(&mut self, before: usize, read: Result<usize, String>) -> Result<usize, String> {
+        if read.is_err() {
+            self.root.truncate(before);
+        }
+        read
+    }
+
+    fn image_rows(&mut self, bytes: &[u8], ids: FileIds<'_>) -> Result<usize, String> {
+        let json: Value =
+            serde_json::from_slice(bytes).map_err(|e| format!("invalid JSON: {e}"))?;
+        let text = |key: &str| json[key].as_str().map(str::to_string);
+        FileSeen {
+            patient_id: text("patient_id"),
+            study_id: text("study_id"),
+            rows: 0,
+        }
+        .check(ids)?;
+        let images = json["images"].as_array().ok_or("no `images` list")?;
+        for image in images {
+            let image_id = image["image_id"]
+                .as_str()
+                .ok_or("an image without image_id")?;
+            let view = image["view_position"].as_str();
+            let frontal = Value::Bool(view == Some("frontal"));
+            self.root.finish_row(Seen::default(), |name| match name {
+                "image_id" => Fill::Text(image_id),
+                "patient_id" | "study_id" | "study_date" | "procedure" | "split" => {
+                    Fill::Json(&json[name])
+                }
+                "view_position" => Fill::Json(&image["dicom_view_position"]),
+                "view" => view.map_or(Fill::Keep, Fill::Text),
+                "is_frontal" => Fill::Json(&frontal),
+                "rows" => Fill::Json(&image["height"]),
+                "columns" => Fill::Json(&image["width"]),
+                _ => Fill::Keep,
+            })?;
+        }
+        Ok(images.len())
+    }
+
+    pub fn len(&self) -> usize {
+        self.root.len()
+    }
+
+    /// The rows as a batch of the table's schema.
+    pub fn finish(mut self) -> Result<RecordBatch, ArrowError> {
+        let (_, columns, _) = self.root.finish()?.into_parts();
+        RecordBatch::try_new(self.schema, columns)
+    }
 }
 
 /// Runs `seed` over `bytes`; the error names the key path.
@@ -171,7 +235,9 @@ fn run<'de, S: DeserializeSeed<'de>>(
     bytes: &'de [u8],
     seed: S,
 ) -> Result<S::Value, String> {
-    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    // One check of the whole file is cheaper than serde_json's check of every string.
+    let text = std::str::from_utf8(bytes).map_err(|e| format!("invalid JSON: {e}"))?;
+    let mut deserializer = serde_json::Deserializer::from_str(text);
     let value = seed.deserialize(&mut deserializer).and_then(|value| {
         deserializer.end()?;
         Ok(value)
@@ -212,106 +278,94 @@ impl FileSeen {
     }
 }
 
-/// What every seed shares: the codes, the key path (left at the failing key on error), and the
-/// rating of the question being written.
+/// What every seed shares: the codes, the spare answer-part columns, the key path (left at the
+/// failing key on error), and the rating of the question being written.
 struct Ctx<'a> {
     codes: &'a Codes,
+    spares: &'a RefCell<Vec<StructColumn>>,
     path: RefCell<Vec<&'static str>>,
     question_rating: Cell<Option<Rating>>,
 }
 
 impl<'a> Ctx<'a> {
-    fn new(codes: &'a Codes) -> Self {
+    fn new(codes: &'a Codes, spares: &'a RefCell<Vec<StructColumn>>) -> Self {
         Self {
             codes,
+            spares,
             path: RefCell::new(Vec::new()),
             question_rating: Cell::new(None),
         }
     }
-}
 
-fn string(out: &mut Vec<u8>, text: &str) {
-    // Writing into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, text);
-}
-
-fn key(out: &mut Vec<u8>, first: &mut bool, name: &str) {
-    if !*first {
-        out.push(b',');
+    /// An empty column like `parts` for a part's children.
+    fn spare(&self, parts: &StructColumn) -> Result<StructColumn, String> {
+        match self.spares.borrow_mut().pop() {
+            Some(spare) => Ok(spare),
+            None => StructColumn::new(&parts.fields),
+        }
     }
-    *first = false;
-    out.push(b'"');
-    out.extend_from_slice(name.as_bytes());
-    out.extend_from_slice(b"\":");
 }
 
-/// What [`fields`] saw of an object.
-#[derive(Debug, Default)]
-struct Visited {
-    /// Whether a field was written (a comma goes before the next).
-    any: bool,
-    /// The written text of `answer_id`, `patient_id`, `study_id` (offsets from the object's
-    /// start).
-    answer_id: Option<(usize, usize)>,
-    patient_id: Option<(usize, usize)>,
-    study_id: Option<(usize, usize)>,
-    /// Keys written with a non-null value.
-    present: Vec<&'static str>,
-    /// Flattened children (`sub_answers`) and where their parent id goes.
-    children: Option<(Vec<u8>, Vec<usize>)>,
+/// The children of an answer part, read before the part's row is done: their rows, each
+/// followed by its descendants, and which of them are the part's own.
+struct Children {
+    rows: StructColumn,
+    direct: Vec<usize>,
 }
 
-/// Writes `{` and the fields of `node` found in `map` (unknown keys skipped), without `}`.
+/// Reads the fields of `node` in `map` into the row being written to `target` (keys the layout
+/// does not know, and `skip`, are passed over; the last of repeated keys counts); the children
+/// of an answer part go to `children`. Leaves the row open ([`StructColumn::finish_row`]).
 fn fields<'de, A: MapAccess<'de>>(
     ctx: &Ctx<'_>,
     node: &'static Node,
     mut map: A,
-    out: &mut Vec<u8>,
-) -> Result<Visited, A::Error> {
-    let start = out.len();
-    out.push(b'{');
-    let mut visited = Visited::default();
-    let mut first = true;
-    while let Some(index) = map.next_key_seed(FieldIndex(node))? {
+    target: &mut StructColumn,
+    skip: Option<&str>,
+    mut children: Option<&mut Children>,
+) -> Result<Seen, A::Error> {
+    let mut seen = Seen::default();
+    let mut hint = 0;
+    let (slots, columns) = target.slots(node);
+    while let Some(index) = map.next_key_seed(FieldIndex { node, hint })? {
         let Some(index) = index else {
             map.next_value::<IgnoredAny>()?;
             continue;
         };
+        hint = index + 1;
         let (name, shape) = &node.fields[index];
         ctx.path.borrow_mut().push(name);
-        if let Shape::Children(child) = shape {
-            let mut kids = Vec::new();
-            let mut holes = Vec::new();
-            map.next_value_seed(ChildrenSeed {
-                ctx,
-                node: child,
-                out: &mut kids,
-                holes: &mut holes,
-            })?;
-            visited.children = Some((kids, holes));
-        } else {
-            key(out, &mut first, name);
-            let value_start = out.len();
-            map.next_value_seed(ShapeSeed { ctx, shape, out })?;
-            let range = Some((value_start - start, out.len() - start));
-            if &out[value_start..] != b"null" {
-                visited.present.push(name);
+        match (shape, slots[index], children.as_deref_mut()) {
+            (Shape::Children(child), _, Some(kids)) => {
+                map.next_value_seed(ChildrenSeed {
+                    ctx,
+                    node: child,
+                    kids,
+                })?;
             }
-            match *name {
-                "answer_id" => visited.answer_id = range,
-                "patient_id" => visited.patient_id = range,
-                "study_id" => visited.study_id = range,
-                _ => {}
+            (_, Some(at), _) if skip != Some(*name) => {
+                let column = &mut columns[at];
+                if seen.written(at) {
+                    column.truncate(column.len() - 1);
+                }
+                let non_null = map.next_value_seed(ShapeSeed { ctx, shape, column })?;
+                seen.set(at, non_null);
+            }
+            _ => {
+                map.next_value::<IgnoredAny>()?;
             }
         }
         ctx.path.borrow_mut().pop();
     }
-    visited.any = !first;
-    Ok(visited)
+    Ok(seen)
 }
 
 /// A key of a `node` object: its field index, or `None` for a key the layout does not know.
-struct FieldIndex(&'static Node);
+/// Keys mostly come in layout order: `hint` (the field after the last one) is tried first.
+struct FieldIndex {
+    node: &'static Node,
+    hint: usize,
+}
 
 impl<'de> DeserializeSeed<'de> for FieldIndex {
     type Value = Option<usize>;
@@ -326,7 +380,11 @@ impl<'de> Visitor<'de> for FieldIndex {
         f.write_str("a key")
     }
     fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
-        Ok(self.0.fields.iter().position(|(name, _)| *name == key))
+        let fields = self.node.fields;
+        if fields.get(self.hint).is_some_and(|(name, _)| *name == key) {
+            return Ok(Some(self.hint));
+        }
+        Ok(fields.iter().position(|(name, _)| *name == key))
     }
 }
 
@@ -334,7 +392,7 @@ impl<'de> Visitor<'de> for FieldIndex {
 struct QaFileSeed<'c, 'o> {
     ctx: &'c Ctx<'c>,
     ids: FileIds<'o>,
-    out: &'o mut Vec<u8>,
+    root: &'o mut StructColumn,
     seen: &'o mut FileSeen,
 }
 
@@ -360,7 +418,7 @@ impl<'de> Visitor<'de> for QaFileSeed<'_, '_> {
                     self.seen.rows += map.next_value_seed(QuestionsSeed {
                         ctx: self.ctx,
                         ids: self.ids,
-                        out: &mut *self.out,
+                        root: &mut *self.root,
                     })?;
                     self.ctx.path.borrow_mut().pop();
                 }
@@ -376,7 +434,7 @@ impl<'de> Visitor<'de> for QaFileSeed<'_, '_> {
 struct QuestionsSeed<'c, 'o> {
     ctx: &'c Ctx<'c>,
     ids: FileIds<'o>,
-    out: &'o mut Vec<u8>,
+    root: &'o mut StructColumn,
 }
 
 impl<'de> DeserializeSeed<'de> for QuestionsSeed<'_, '_> {
@@ -393,82 +451,80 @@ impl<'de> Visitor<'de> for QuestionsSeed<'_, '_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
         let mut rows = 0;
-        loop {
-            let start = self.out.len();
-            let row = seq.next_element_seed(RowSeed {
+        while seq
+            .next_element_seed(RowSeed {
                 ctx: self.ctx,
                 node: &QUESTION,
                 ids: self.ids,
-                out: &mut *self.out,
+                root: &mut *self.root,
                 question: true,
-            });
-            match row {
-                Ok(Some(_)) => rows += 1,
-                Ok(None) => return Ok(rows),
-                Err(error) => {
-                    self.out.truncate(start);
-                    return Err(error);
-                }
-            }
+            })?
+            .is_some()
+        {
+            rows += 1;
         }
+        Ok(rows)
     }
 }
 
-/// One lake row (a question or a scene graph) as a JSON line: the node's fields, the file's
-/// ids, a question's `rating` and `rating_rank` (its `question_quality.rating`), and the
-/// provenance where the file has none.
+/// One lake row (a question or a scene graph): the node's fields, a question's file ids,
+/// `rating` and `rating_rank` (its `question_quality.rating`), and the provenance where the
+/// file has none. A scene graph's row gives the ids it carries.
 struct RowSeed<'c, 'o> {
     ctx: &'c Ctx<'c>,
     node: &'static Node,
     ids: FileIds<'o>,
-    out: &'o mut Vec<u8>,
+    root: &'o mut StructColumn,
     question: bool,
 }
 
 impl<'de> DeserializeSeed<'de> for RowSeed<'_, '_> {
-    type Value = Visited;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Visited, D::Error> {
+    type Value = FileSeen;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<FileSeen, D::Error> {
         d.deserialize_map(self)
     }
 }
 
 impl<'de> Visitor<'de> for RowSeed<'_, '_> {
-    type Value = Visited;
+    type Value = FileSeen;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "a {} object", self.node.name)
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Visited, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<FileSeen, A::Error> {
         self.ctx.question_rating.set(None);
-        let visited = fields(self.ctx, self.node, map, self.out)?;
-        let mut first = !visited.any;
-        if self.question {
-            for (name, value) in [
-                ("patient_id", self.ids.patient_id),
-                ("study_id", self.ids.study_id),
-            ] {
-                key(self.out, &mut first, name);
-                string(self.out, value);
+        let row = self.root.len();
+        let seen = fields(self.ctx, self.node, map, self.root, None, None)?;
+        let carried = |name: &str| {
+            let column = self.root.index(name)?;
+            let text = seen.non_null(column).then(|| self.root.text(column, row));
+            text.flatten().map(str::to_string)
+        };
+        let file = if self.question {
+            FileSeen::default()
+        } else {
+            FileSeen {
+                patient_id: carried("patient_id"),
+                study_id: carried("study_id"),
+                rows: 1,
             }
-            let rating = self.ctx.question_rating.get();
-            key(self.out, &mut first, "rating");
-            match rating {
-                Some(rating) => string(self.out, rating.as_str()),
-                None => self.out.extend_from_slice(b"null"),
-            }
-            key(self.out, &mut first, "rating_rank");
-            let _ = match rating {
-                Some(rating) => write!(self.out, "{}", rating.rank()),
-                None => write!(self.out, "null"),
-            };
-        }
-        for name in ["extractor", "embedder"] {
-            if !visited.present.contains(&name) {
-                key(self.out, &mut first, name);
-                string(self.out, self.ids.provenance);
-            }
-        }
-        self.out.extend_from_slice(b"}\n");
-        Ok(visited)
+        };
+        let (ids, question) = (self.ids, self.question);
+        let rating = self.ctx.question_rating.get();
+        self.root
+            .finish_row(seen, |name| match name {
+                "patient_id" if question => Fill::Text(ids.patient_id),
+                "study_id" if question => Fill::Text(ids.study_id),
+                // A scene graph without them fails the caller's check of its ids.
+                "patient_id" | "study_id" => Fill::Text(""),
+                "rating" if question => rating.map_or(Fill::Keep, |r| Fill::Text(r.as_str())),
+                "rating_rank" if question => {
+                    rating.map_or(Fill::Keep, |r| Fill::Int(i64::from(r.rank())))
+                }
+                "extractor" | "embedder" => Fill::Text(ids.provenance),
+                _ => Fill::Keep,
+            })
+            .map_err(de::Error::custom)?;
+        Ok(file)
     }
 }
 
@@ -476,7 +532,7 @@ impl<'de> Visitor<'de> for RowSeed<'_, '_> {
 struct ObjectSeed<'c, 'o> {
     ctx: &'c Ctx<'c>,
     node: &'static Node,
-    out: &'o mut Vec<u8>,
+    target: &'o mut StructColumn,
     keyed: Option<(&'static str, &'o str)>,
 }
 
@@ -493,76 +549,82 @@ impl<'de> Visitor<'de> for ObjectSeed<'_, '_> {
         write!(f, "a {} object", self.node.name)
     }
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
-        let visited = fields(self.ctx, self.node, map, self.out)?;
-        if let Some((name, value)) = self.keyed {
-            let mut first = !visited.any;
-            key(self.out, &mut first, name);
-            string(self.out, value);
-        }
-        self.out.push(b'}');
-        Ok(())
+        let skip = self.keyed.map(|(field, _)| field);
+        let seen = fields(self.ctx, self.node, map, self.target, skip, None)?;
+        self.target
+            .finish_row(seen, |name| match self.keyed {
+                Some((field, key)) if field == name => Fill::Text(key),
+                _ => Fill::Keep,
+            })
+            .map_err(de::Error::custom)
     }
 }
 
-/// One answer part of a tree and, after it, its descendants; its `parent_answer_id` is
-/// `parent`, or a hole (returned) that the caller fills once the parent's id is known.
+/// One answer part and, after its row, its descendants; its `parent_answer_id` is null (the
+/// caller sets it for a child once the parent's id is known).
 struct PartSeed<'c, 'o> {
     ctx: &'c Ctx<'c>,
     node: &'static Node,
-    out: &'o mut Vec<u8>,
-    parent: Option<&'o [u8]>,
+    target: &'o mut StructColumn,
 }
 
 impl<'de> DeserializeSeed<'de> for PartSeed<'_, '_> {
-    type Value = Option<usize>;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_map(self)
     }
 }
 
 impl<'de> Visitor<'de> for PartSeed<'_, '_> {
-    type Value = Option<usize>;
+    type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "a {} object", self.node.name)
     }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Option<usize>, A::Error> {
-        let start = self.out.len();
-        let visited = fields(self.ctx, self.node, map, self.out)?;
-        let mut first = !visited.any;
-        key(self.out, &mut first, "parent_answer_id");
-        let hole = match self.parent {
-            Some(parent) => {
-                self.out.extend_from_slice(parent);
-                None
-            }
-            None => Some(self.out.len()),
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
+        let mut kids = Children {
+            rows: self.ctx.spare(self.target).map_err(de::Error::custom)?,
+            direct: Vec::new(),
         };
-        self.out.push(b'}');
-        if let Some((kids, holes)) = visited.children.filter(|(kids, _)| !kids.is_empty()) {
-            let id = visited
-                .answer_id
-                .map(|(from, to)| self.out[start + from..start + to].to_vec())
-                .unwrap_or_else(|| b"null".to_vec());
-            self.out.push(b',');
-            let mut copied = 0;
-            for hole in holes {
-                self.out.extend_from_slice(&kids[copied..hole]);
-                self.out.extend_from_slice(&id);
-                copied = hole;
-            }
-            self.out.extend_from_slice(&kids[copied..]);
+        let row = self.target.len();
+        let seen = fields(self.ctx, self.node, map, self.target, None, Some(&mut kids))?;
+        self.target
+            .finish_row(seen, |_| Fill::Keep)
+            .map_err(de::Error::custom)?;
+        if kids.rows.len() > 0 {
+            adopt(self.target, row, &mut kids).map_err(de::Error::custom)?;
         }
-        Ok(hole)
+        self.ctx.spares.borrow_mut().push(kids.rows);
+        Ok(())
     }
 }
 
-/// `sub_answers`: the children, each followed by its descendants, comma separated, with the
-/// holes where their parent's id goes.
+/// Appends the children of the part in `row` of `parts` after it, with its id as their parent.
+fn adopt(parts: &mut StructColumn, row: usize, kids: &mut Children) -> Result<(), String> {
+    let column = |name: &str| {
+        parts
+            .index(name)
+            .ok_or_else(|| format!("the lake's answer parts have no `{name}`"))
+    };
+    let (id, parent) = (column("answer_id")?, column("parent_answer_id")?);
+    let id = match &parts.columns[id] {
+        Column::Int64(ids) => ids.get(row),
+        _ => None,
+    };
+    if let Column::Int64(parents) = &mut kids.rows.columns[parent] {
+        for &child in &kids.direct {
+            parents.set(child, id);
+        }
+    }
+    parts.extend_from(&kids.rows);
+    kids.rows.truncate(0);
+    Ok(())
+}
+
+/// `sub_answers`: the children, each followed by its descendants.
 struct ChildrenSeed<'c, 'o> {
     ctx: &'c Ctx<'c>,
     node: &'static Node,
-    out: &'o mut Vec<u8>,
-    holes: &'o mut Vec<usize>,
+    kids: &'o mut Children,
 }
 
 impl<'de> DeserializeSeed<'de> for ChildrenSeed<'_, '_> {
@@ -582,41 +644,40 @@ impl<'de> Visitor<'de> for ChildrenSeed<'_, '_> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         loop {
-            let comma = !self.out.is_empty();
-            if comma {
-                self.out.push(b',');
-            }
-            let part = seq.next_element_seed(PartSeed {
+            let row = self.kids.rows.len();
+            let part = PartSeed {
                 ctx: self.ctx,
                 node: self.node,
-                out: &mut *self.out,
-                parent: None,
-            })?;
-            match part {
-                Some(hole) => self.holes.extend(hole),
-                None => {
-                    if comma {
-                        self.out.pop();
-                    }
-                    return Ok(());
-                }
+                target: &mut self.kids.rows,
+            };
+            if seq.next_element_seed(part)?.is_none() {
+                return Ok(());
             }
+            self.kids.direct.push(row);
         }
     }
 }
 
-/// A value of `shape`, written in the lake's form.
-struct ShapeSeed<'c, 'o> {
+/// A plain scalar (list items, pair members, box coordinates).
+static PLAIN: Shape = Shape::Scalar(Scalar::Text);
+
+/// A value of `shape`, written to `column` in the lake's form; whether it was not null.
+struct ShapeSeed<'c, 'a> {
     ctx: &'c Ctx<'c>,
-    shape: &'static Shape,
-    out: &'o mut Vec<u8>,
+    shape: &'a Shape,
+    column: &'a mut Column,
 }
 
 impl<'de> DeserializeSeed<'de> for ShapeSeed<'_, '_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+    type Value = bool;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
         d.deserialize_any(self)
     }
+}
+
+/// A value written (`Ok(true)`: not null), or why not.
+fn written<E: de::Error>(result: Result<(), String>) -> Result<bool, E> {
+    result.map(|()| true).map_err(E::custom)
 }
 
 impl ShapeSeed<'_, '_> {
@@ -624,12 +685,9 @@ impl ShapeSeed<'_, '_> {
         E::custom(format!("{what} where the layout has {:?}", self.shape))
     }
 
-    fn level<E: de::Error>(self, aspect: &quality::Aspect, code: i64) -> Result<(), E> {
+    fn level<E: de::Error>(self, aspect: &quality::Aspect, code: i64) -> Result<bool, E> {
         match self.ctx.codes.level(aspect.key, code) {
-            Some(name) => {
-                string(self.out, name);
-                Ok(())
-            }
+            Some(name) => written(self.column.push_str(name)),
             None => Err(E::custom(format!(
                 "unknown {} code {code} (not in quality_mappings.csv)",
                 aspect.key
@@ -637,63 +695,120 @@ impl ShapeSeed<'_, '_> {
         }
     }
 
-    fn number<E: de::Error>(self, code: i64, text: fmt::Arguments<'_>) -> Result<(), E> {
-        match self.shape {
-            Shape::Scalar(Scalar::Level(aspect)) => self.level(aspect, code),
-            Shape::Scalar(_) => {
-                let _ = self.out.write_fmt(text);
-                Ok(())
+    /// A list whose items `item` reads into the list's item column.
+    fn list<'de, A: SeqAccess<'de>>(
+        self,
+        mut seq: A,
+        mut item: impl FnMut(&mut A, &mut Column) -> Result<bool, A::Error>,
+    ) -> Result<bool, A::Error> {
+        let list = self.column.as_list().map_err(de::Error::custom)?;
+        while item(&mut seq, &mut list.item)? {}
+        list.close();
+        Ok(true)
+    }
+
+    /// A list of `node` objects (or answer parts: `parts`).
+    fn objects<'de, A: SeqAccess<'de>>(
+        self,
+        seq: A,
+        node: &'static Node,
+        parts: bool,
+    ) -> Result<bool, A::Error> {
+        let ctx = self.ctx;
+        self.list(seq, |seq, column| {
+            let target = column.as_struct().map_err(de::Error::custom)?;
+            Ok(if parts {
+                seq.next_element_seed(PartSeed { ctx, node, target })?
+            } else {
+                let keyed = None;
+                seq.next_element_seed(ObjectSeed {
+                    ctx,
+                    node,
+                    target,
+                    keyed,
+                })?
             }
-            _ => Err(self.mismatch("a number")),
+            .is_some())
+        })
+    }
+
+    /// An object of `node` in a struct column.
+    fn object<'de, A: MapAccess<'de>>(self, map: A, node: &'static Node) -> Result<bool, A::Error> {
+        let target = self.column.as_struct().map_err(de::Error::custom)?;
+        let seen = fields(self.ctx, node, map, target, None, None)?;
+        written(target.finish_row(seen, |_| Fill::Keep))
+    }
+
+    /// `{key: value}` entries as a list of structs: `entry` writes one row (its key given).
+    fn entries<'de, A: MapAccess<'de>>(
+        self,
+        mut map: A,
+        mut entry: impl FnMut(&mut A, &mut StructColumn, String) -> Result<(), A::Error>,
+    ) -> Result<bool, A::Error> {
+        let list = self.column.as_list().map_err(de::Error::custom)?;
+        let target = list.item.as_struct().map_err(de::Error::custom)?;
+        while let Some(key) = map.next_key::<String>()? {
+            entry(&mut map, target, key)?;
         }
+        list.close();
+        Ok(true)
     }
 }
 
+/// The columns of two fields of `target`.
+fn two_columns<E: de::Error>(target: &StructColumn, a: &str, b: &str) -> Result<(usize, usize), E> {
+    let column = |name: &str| {
+        target
+            .index(name)
+            .ok_or_else(|| E::custom(format!("the lake's column has no `{name}`")))
+    };
+    Ok((column(a)?, column(b)?))
+}
+
 impl<'de> Visitor<'de> for ShapeSeed<'_, '_> {
-    type Value = ();
+    type Value = bool;
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "a value of shape {:?}", self.shape)
     }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        self.out.extend_from_slice(b"null");
-        Ok(())
+    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
+        self.column.push_null();
+        Ok(false)
     }
-    fn visit_bool<E: de::Error>(self, value: bool) -> Result<(), E> {
+    fn visit_bool<E: de::Error>(self, value: bool) -> Result<bool, E> {
         match self.shape {
-            Shape::Scalar(_) => {
-                self.out
-                    .extend_from_slice(if value { b"true" } else { b"false" });
-                Ok(())
-            }
+            Shape::Scalar(_) => written(self.column.push_bool(value)),
             _ => Err(self.mismatch("a boolean")),
         }
     }
-    fn visit_i64<E: de::Error>(self, value: i64) -> Result<(), E> {
-        self.number(value, format_args!("{value}"))
+    fn visit_i64<E: de::Error>(self, value: i64) -> Result<bool, E> {
+        match self.shape {
+            Shape::Scalar(Scalar::Level(aspect)) => self.level(aspect, value),
+            Shape::Scalar(_) => written(self.column.push_i64(value)),
+            _ => Err(self.mismatch("a number")),
+        }
     }
-    fn visit_u64<E: de::Error>(self, value: u64) -> Result<(), E> {
-        let code = i64::try_from(value).unwrap_or(i64::MAX);
-        self.number(code, format_args!("{value}"))
+    fn visit_u64<E: de::Error>(self, value: u64) -> Result<bool, E> {
+        match i64::try_from(value) {
+            Ok(value) => self.visit_i64(value),
+            Err(_) => Err(E::custom(format!("{value} is out of range"))),
+        }
     }
-    fn visit_f64<E: de::Error>(self, value: f64) -> Result<(), E> {
+    fn visit_f64<E: de::Error>(self, value: f64) -> Result<bool, E> {
         match self.shape {
             Shape::Scalar(Scalar::Level(_)) => Err(E::custom(format!(
                 "quality value {value} is not an integer code"
             ))),
-            Shape::Scalar(_) => {
-                let _ = serde_json::to_writer(&mut *self.out, &value);
-                Ok(())
-            }
+            Shape::Scalar(_) => written(self.column.push_f64(value)),
             _ => Err(self.mismatch("a number")),
         }
     }
-    fn visit_str<E: de::Error>(self, text: &str) -> Result<(), E> {
-        match self.shape {
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<bool, E> {
+        let text = match self.shape {
             Shape::Scalar(Scalar::Level(aspect)) => {
                 if aspect.level(text).is_none() {
                     return Err(E::custom(format!("unknown {} value `{text}`", aspect.key)));
                 }
-                string(self.out, text);
+                text
             }
             Shape::Scalar(Scalar::Rating) => {
                 let rating = rating(text).map_err(E::custom)?;
@@ -705,162 +820,149 @@ impl<'de> Visitor<'de> for ShapeSeed<'_, '_> {
                 {
                     self.ctx.question_rating.set(Some(rating));
                 }
-                string(self.out, rating.as_str());
+                rating.as_str()
             }
-            Shape::Scalar(Scalar::Respelled(respelling)) => {
-                let lake = respelling
-                    .from_lake
-                    .iter()
-                    .find(|(_, json)| *json == Some(text))
-                    .map_or(text, |(lake, _)| *lake);
-                string(self.out, lake);
-            }
-            Shape::Scalar(_) => string(self.out, text),
+            Shape::Scalar(Scalar::Respelled(respelling)) => respelling
+                .from_lake
+                .iter()
+                .find(|(_, json)| *json == Some(text))
+                .map_or(text, |(lake, _)| *lake),
+            Shape::Scalar(_) => text,
             _ => return Err(self.mismatch("a string")),
-        }
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        self.out.push(b'[');
-        let mut first = true;
-        let mut comma = |out: &mut Vec<u8>| {
-            if !first {
-                out.push(b',');
-            }
-            first = false;
         };
-        match self.shape {
-            Shape::List(_) | Shape::Boxes | Shape::Scalar(_) => loop {
-                comma(self.out);
-                if seq.next_element_seed(Copy(&mut *self.out))?.is_none() {
-                    break;
-                }
-            },
-            Shape::Objects(node) => loop {
-                comma(self.out);
-                let seed = ObjectSeed {
-                    ctx: self.ctx,
-                    node,
-                    out: &mut *self.out,
-                    keyed: None,
-                };
-                if seq.next_element_seed(seed)?.is_none() {
-                    break;
-                }
-            },
-            Shape::Tree(node) => loop {
-                comma(self.out);
-                let seed = PartSeed {
-                    ctx: self.ctx,
-                    node,
-                    out: &mut *self.out,
-                    parent: Some(b"null"),
-                };
-                if seq.next_element_seed(seed)?.is_none() {
-                    break;
-                }
-            },
-            Shape::Pairs(fields) => loop {
-                comma(self.out);
-                let seed = PairSeed {
-                    ctx: self.ctx,
-                    fields,
-                    out: &mut *self.out,
-                };
-                if seq.next_element_seed(seed)?.is_none() {
-                    break;
-                }
-            },
-            _ => return Err(self.mismatch("a list")),
-        }
-        // The comma written before the end of the list.
-        if self.out.last() == Some(&b',') {
-            self.out.pop();
-        }
-        self.out.push(b']');
-        Ok(())
+        written(self.column.push_str(text))
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
+        let ctx = self.ctx;
         match self.shape {
-            Shape::Optional(node) | Shape::Fixed(node) => {
-                fields(self.ctx, node, map, self.out)?;
-                self.out.push(b'}');
+            Shape::List(scalar) => {
+                let shape = Shape::Scalar(*scalar);
+                self.list(seq, |seq, column| {
+                    let item = ShapeSeed {
+                        ctx,
+                        shape: &shape,
+                        column,
+                    };
+                    Ok(seq.next_element_seed(item)?.is_some())
+                })
             }
-            Shape::QualityWithLocalization(_) => {
-                fields(self.ctx, &QUALITY, map, self.out)?;
-                self.out.push(b'}');
-            }
-            Shape::Scalar(_) => Copy(self.out).visit_map(map)?,
-            Shape::Dict(node, key_field) => {
-                self.out.push(b'[');
-                let mut first = true;
-                while let Some(name) = map.next_key::<String>()? {
-                    if !first {
-                        self.out.push(b',');
-                    }
-                    first = false;
-                    map.next_value_seed(ObjectSeed {
-                        ctx: self.ctx,
-                        node,
-                        out: &mut *self.out,
-                        keyed: Some((key_field, &name)),
-                    })?;
-                }
-                self.out.push(b']');
-            }
-            Shape::LevelDict => {
-                self.out.push(b'[');
-                let mut first = true;
-                while let Some(image_id) = map.next_key::<String>()? {
-                    if !first {
-                        self.out.push(b',');
-                    }
-                    first = false;
-                    self.out.extend_from_slice(b"{\"image_id\":");
-                    string(self.out, &image_id);
-                    self.out.extend_from_slice(b",\"localization_quality\":");
-                    map.next_value_seed(ShapeSeed {
-                        ctx: self.ctx,
-                        shape: &LOCALIZATION_LEVEL,
-                        out: &mut *self.out,
-                    })?;
-                    self.out.push(b'}');
-                }
-                self.out.push(b']');
-            }
+            Shape::Boxes => self.list(seq, |seq, column| {
+                Ok(seq.next_element_seed(BoxSeed { ctx, column })?.is_some())
+            }),
+            Shape::Objects(node) => self.objects(seq, node, false),
+            Shape::Tree(node) => self.objects(seq, node, true),
+            Shape::Pairs(pair) => self.list(seq, |seq, column| {
+                let target = column.as_struct().map_err(de::Error::custom)?;
+                let seed = PairSeed {
+                    ctx,
+                    fields: pair,
+                    target,
+                };
+                Ok(seq.next_element_seed(seed)?.is_some())
+            }),
+            _ => Err(self.mismatch("a list")),
+        }
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
+        let ctx = self.ctx;
+        match self.shape {
+            Shape::Optional(node) | Shape::Fixed(node) => self.object(map, node),
+            Shape::QualityWithLocalization(_) => self.object(map, &QUALITY),
+            Shape::Dict(node, key_field) => self.entries(map, |map, target, key| {
+                let seed = ObjectSeed {
+                    ctx,
+                    node,
+                    target: &mut *target,
+                    keyed: Some((key_field, &key)),
+                };
+                map.next_value_seed(seed)
+            }),
+            Shape::LevelDict => self.entries(map, |map, target, image_id| {
+                let (id, level) = two_columns(target, "image_id", "localization_quality")?;
+                let mut seen = Seen::default();
+                written(target.columns[id].push_str(&image_id))?;
+                seen.set(id, true);
+                let non_null = map.next_value_seed(ShapeSeed {
+                    ctx,
+                    shape: &LOCALIZATION_LEVEL,
+                    column: &mut target.columns[level],
+                })?;
+                seen.set(level, non_null);
+                target
+                    .finish_row(seen, |_| Fill::Keep)
+                    .map_err(de::Error::custom)
+            }),
             Shape::Variables => {
-                self.out.push(b'[');
-                let mut first = true;
                 let mut value = Vec::new();
-                while let Some(name) = map.next_key::<String>()? {
-                    if !first {
-                        self.out.push(b',');
-                    }
-                    first = false;
+                self.entries(map, |map, target, name| {
+                    let (name_at, value_at) = two_columns(target, "name", "value_json")?;
                     value.clear();
                     map.next_value_seed(Copy(&mut value))?;
-                    self.out.extend_from_slice(b"{\"name\":");
-                    string(self.out, &name);
-                    self.out.extend_from_slice(b",\"value_json\":");
-                    string(self.out, &String::from_utf8_lossy(&value));
-                    self.out.push(b'}');
-                }
-                self.out.push(b']');
+                    written(target.columns[name_at].push_str(&name))?;
+                    let text = String::from_utf8_lossy(&value);
+                    written(target.columns[value_at].push_str(&text))?;
+                    let mut seen = Seen::default();
+                    seen.set(name_at, true);
+                    seen.set(value_at, true);
+                    target
+                        .finish_row(seen, |_| Fill::Keep)
+                        .map_err(de::Error::custom)
+                })
             }
-            _ => return Err(self.mismatch("an object")),
+            _ => Err(self.mismatch("an object")),
         }
-        Ok(())
     }
 }
 
 /// The shape of a `{image_id: level}` value.
 static LOCALIZATION_LEVEL: Shape = Shape::Scalar(Scalar::Level(&quality::LOCALIZATION));
 
+/// One box `[x1, y1, x2, y2]` (or null).
+struct BoxSeed<'c, 'a> {
+    ctx: &'c Ctx<'c>,
+    column: &'a mut Column,
+}
+
+impl<'de> DeserializeSeed<'de> for BoxSeed<'_, '_> {
+    type Value = ();
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for BoxSeed<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a box [x1, y1, x2, y2]")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        self.column.push_null();
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let Column::FixedList(fixed) = self.column else {
+            return Err(de::Error::custom(
+                "the lake's boxes are not fixed-size lists",
+            ));
+        };
+        let ctx = self.ctx;
+        while seq
+            .next_element_seed(ShapeSeed {
+                ctx,
+                shape: &PLAIN,
+                column: &mut fixed.item,
+            })?
+            .is_some()
+        {}
+        fixed.close().map_err(de::Error::custom)
+    }
+}
+
 /// `[first, second]` as `{first_field: …, second_field: …}`.
 struct PairSeed<'c, 'o> {
     ctx: &'c Ctx<'c>,
-    fields: &'static [(&'static str, Scalar); 2],
-    out: &'o mut Vec<u8>,
+    fields: &'o [(&'static str, Scalar); 2],
+    target: &'o mut StructColumn,
 }
 
 impl<'de> DeserializeSeed<'de> for PairSeed<'_, '_> {
@@ -876,35 +978,35 @@ impl<'de> Visitor<'de> for PairSeed<'_, '_> {
         write!(f, "a [{}, {}] pair", self.fields[0].0, self.fields[1].0)
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        self.out.push(b'{');
-        for (index, (name, scalar)) in self.fields.iter().enumerate() {
-            if index > 0 {
-                self.out.push(b',');
-            }
-            string(self.out, name);
-            self.out.push(b':');
-            let shape: &'static Shape = match scalar {
-                Scalar::Enum(_) => &ENUM_SCALAR,
-                _ => &KEY_SCALAR,
-            };
-            seq.next_element_seed(ShapeSeed {
+        let [(first, _), (second, _)] = self.fields;
+        let length = |index| {
+            let expected = format!("a [{first}, {second}] pair");
+            de::Error::invalid_length(index, &expected.as_str())
+        };
+        let columns = two_columns::<A::Error>(self.target, first, second)?;
+        let mut seen = Seen::default();
+        for (index, at) in [columns.0, columns.1].into_iter().enumerate() {
+            let seed = ShapeSeed {
                 ctx: self.ctx,
-                shape,
-                out: &mut *self.out,
-            })?
-            .ok_or_else(|| de::Error::invalid_length(index, &self))?;
+                shape: &PLAIN,
+                column: &mut self.target.columns[at],
+            };
+            let non_null = seq.next_element_seed(seed)?.ok_or_else(|| length(index))?;
+            seen.set(at, non_null);
         }
         if seq.next_element::<IgnoredAny>()?.is_some() {
-            return Err(de::Error::invalid_length(3, &self));
+            return Err(length(3));
         }
-        self.out.push(b'}');
-        Ok(())
+        self.target
+            .finish_row(seen, |_| Fill::Keep)
+            .map_err(de::Error::custom)
     }
 }
 
-/// Plain scalars of a pair (modifier type and value).
-static ENUM_SCALAR: Shape = Shape::Scalar(Scalar::Text);
-static KEY_SCALAR: Shape = Shape::Scalar(Scalar::Key);
+fn string(out: &mut Vec<u8>, text: &str) {
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, text);
+}
 
 /// Any JSON value, copied.
 struct Copy<'o>(&'o mut Vec<u8>);
@@ -1035,6 +1137,18 @@ mod tests {
         provenance: "release:1.0.0",
     };
 
+    /// The `qa` rows of a file as JSON objects (nulls left out).
+    fn qa_rows(bytes: &[u8], ids: FileIds<'_>, codes: &Codes) -> Result<Vec<Value>, String> {
+        let schema = (cxrlake_schemas::table("qa").expect("qa").schema)();
+        let mut rows = Rows::new(&schema)?;
+        rows.qa(bytes, ids, codes)?;
+        let batch = rows.finish().map_err(|e| e.to_string())?;
+        let mut writer = arrow::json::ArrayWriter::new(Vec::new());
+        writer.write(&batch).expect("write");
+        writer.finish().expect("finish");
+        Ok(serde_json::from_slice(&writer.into_inner()).expect("json"))
+    }
+
     fn file(question: &Value) -> Vec<u8> {
         serde_json::to_vec(&json!({"patient_id": "p10000032", "study_id": "s50414267",
                                    "questions": [question]}))
@@ -1059,18 +1173,18 @@ mod tests {
                 "sub_answers": [{"answer_id": 1, "answer_type": "details", "answer_level": 1,
                     "text": "Small.", "from_report": true, "sub_answers": [
                         {"answer_id": 2, "answer_type": "details", "answer_level": 2,
-                         "text": "Left.", "sub_answers": []}]}],
+                         "text": "Left.", "from_report": false, "sub_answers": []}]}],
                 "localization": {"img1": {"bboxes": [[1, 2, 3.5, 4]], "localization_reference_ids": [],
                     "missing_localization": [], "is_fallback": false, "localization_quality": 4}},
                 "from_report": true, "answer_quality": {"entailment": 3, "rating": "5_A+"}},
                 {"answer_id": 3, "answer_type": "related_information", "answer_level": 0,
-                 "text": "Also.", "sub_answers": []}],
+                 "text": "Also.", "from_report": false, "sub_answers": []}],
             "question_quality": {"question_clarity": 2, "completeness": 2, "rating": "3_B"},
             "unknown_key": {"ignored": [1, 2]},
         });
-        let mut out = Vec::new();
-        assert_eq!(qa_rows(&file(&question), IDS, &codes, &mut out), Ok(1));
-        let row: Value = serde_json::from_slice(&out).expect("one JSON line");
+        let rows = qa_rows(&file(&question), IDS, &codes).expect("rows");
+        assert_eq!(rows.len(), 1);
+        let row = &rows[0];
         assert_eq!(
             row["variables"],
             json!([{"name": "finding", "value_json": "\"pleural effusion\""},
@@ -1119,24 +1233,26 @@ mod tests {
             json!([{"modifier_type": "severity", "value": "small"}])
         );
         assert_eq!(answers[0]["localization"][0]["image_id"], "img1");
-        assert_eq!(
-            answers[0]["localization"][0]["bboxes"],
-            json!([[1, 2, 3.5, 4]])
-        );
+        let coordinates: Vec<f64> = answers[0]["localization"][0]["bboxes"][0]
+            .as_array()
+            .expect("a box")
+            .iter()
+            .map(|c| c.as_f64().expect("a number"))
+            .collect();
+        assert_eq!(coordinates, [1.0, 2.0, 3.5, 4.0]);
         assert_eq!(answers[0]["answer_quality"]["rating"], "A+");
         assert!(answers[0].get("sub_answers").is_none());
 
         let mut unknown = question.clone();
         unknown["extraction_quality"]["change_quality"] = json!(42);
-        let error = qa_rows(&file(&unknown), IDS, &codes, &mut Vec::new()).expect_err("code");
+        let error = qa_rows(&file(&unknown), IDS, &codes).expect_err("code");
         assert!(
             error.contains(
                 "questions: extraction_quality: change_quality: unknown change_quality code 42"
             ),
             "{error}"
         );
-        let error =
-            qa_rows(b"{\"questions\": [", IDS, &codes, &mut Vec::new()).expect_err("truncated");
+        let error = qa_rows(b"{\"questions\": [", IDS, &codes).expect_err("truncated");
         assert!(
             error.starts_with("invalid JSON") || error.starts_with("questions"),
             "{error}"
@@ -1145,7 +1261,39 @@ mod tests {
             study_id: "s1",
             ..IDS
         };
-        let error = qa_rows(&file(&question), other, &codes, &mut Vec::new()).expect_err("ids");
+        let error = qa_rows(&file(&question), other, &codes).expect_err("ids");
         assert!(error.contains("do not match the member's path"), "{error}");
+    }
+
+    #[test]
+    fn a_member_that_cannot_be_used_leaves_no_rows() {
+        let codes = Codes::builtin();
+        let schema = (cxrlake_schemas::table("qa").expect("qa").schema)();
+        let mut rows = Rows::new(&schema).expect("rows");
+        let good = json!({"question_id": "Q1", "question_type": "D02",
+            "question_strategy": "finding", "contains_report_answers": true,
+            "contains_template_answers": false, "question": "Why?",
+            "answers": [{"answer_id": 0, "answer_type": "main_answer", "answer_level": 0,
+                "from_report": true, "sub_answers": [{"answer_id": 1, "answer_type": "details",
+                "answer_level": 1, "from_report": true}]}]});
+        let mut partial = good.clone();
+        partial["answers"][0]["sub_answers"][0]
+            .as_object_mut()
+            .expect("part")
+            .remove("from_report");
+        assert_eq!(rows.qa(&file(&good), IDS, &codes), Ok(1));
+        let error = rows
+            .qa(&file(&partial), IDS, &codes)
+            .expect_err("a part without from_report");
+        assert!(error.contains("no `from_report`"), "{error}");
+        let batch = rows.finish().expect("batch");
+        assert_eq!(batch.num_rows(), 1);
+        let answers = batch
+            .column_by_name("answers")
+            .expect("answers")
+            .as_any()
+            .downcast_ref::<arrow::array::ListArray>()
+            .expect("list");
+        assert_eq!(answers.value_length(0), 2);
     }
 }

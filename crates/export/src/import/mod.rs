@@ -8,8 +8,13 @@
 //! scene_data.zip | scene_graph.zip ─┬─ *.scene_graph.json ─decode (layout::ROOT)─▶ scene_graphs
 //!                                   └─ *.metadata.json ────────────────────────▶ images
 //! qa.zip ── *.qa.json ─decode (layout::QA_FILE)─▶ qa (rating = question_quality.rating)
-//!    members read in order, chunk by chunk (≤ CHUNK_STUDIES studies or CHUNK_BYTES bytes),
-//!    decoded in parallel, one append per table and chunk
+//!
+//! each zip: one reader takes the members as stored (compressed), in order, into chunks
+//!   (≤ CHUNK_STUDIES studies or CHUNK_BYTES inflated bytes)
+//!   ─▶ groups of one kind (≈ GROUP_BYTES), on every core (rayon):
+//!        inflate + CRC-32 (members.rs) ─▶ serde seeds (decode.rs) ─▶ Arrow columns (columns.rs)
+//!        ─▶ one batch per group
+//!   ─▶ one append per table and chunk, running while the next chunk is read and decoded
 //! ```
 //!
 //! Idempotent and resumable: a study already in a table is skipped (a study's rows are one
@@ -27,24 +32,26 @@
 //! graphs without cxrlake's provenance keys get `extractor` / `embedder` = `release:<version>`;
 //! answer parts keep their `answer_id`s and get `parent_answer_id` from their nesting.
 
+mod columns;
 mod decode;
+mod members;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Instant;
 
 use arrow::array::{ArrayRef, RecordBatch};
-use arrow::datatypes::SchemaRef;
-use arrow::json::reader::ReaderBuilder;
 use cxrlake_lake::{Lake, QuarantineRow, StageCommit, quarantine_batch};
 use rayon::prelude::*;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 pub use decode::{Codes, FileIds, rating};
+
+use decode::Rows;
+use members::{Kind, Member};
 
 use crate::error::{ExportError, Result};
 
@@ -54,7 +61,7 @@ pub const STAGE: &str = "import";
 /// Studies decoded and committed together at most.
 const CHUNK_STUDIES: usize = 1_000;
 /// Member bytes held at once at most.
-const CHUNK_BYTES: usize = 128 << 20;
+const CHUNK_BYTES: u64 = 128 << 20;
 
 /// What to import.
 #[derive(Debug, Clone)]
@@ -245,6 +252,20 @@ async fn strings(lake: &Lake, sql: &str) -> Result<Vec<Vec<String>>> {
 }
 
 impl Present {
+    /// Whether the member's rows are in the lake already, or it was quarantined before.
+    fn holds(&self, source: &str, member: &Member) -> bool {
+        let studies = match member.kind {
+            Kind::Qa => &self.qa,
+            Kind::SceneGraph => &self.scene_graphs,
+            // A study's images are new or present together.
+            Kind::StudyMetadata => &self.image_studies,
+        };
+        studies.contains(&member.study_id)
+            || self
+                .quarantined
+                .contains(&(source.to_string(), member.name.clone()))
+    }
+
     async fn read(lake: &Lake) -> Result<Self> {
         let column = |rows: Vec<Vec<String>>| rows.into_iter().map(|mut r| r.remove(0)).collect();
         Ok(Self {
@@ -263,41 +284,6 @@ impl Present {
     }
 }
 
-/// What a member is, by its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Qa,
-    SceneGraph,
-    StudyMetadata,
-}
-
-impl Kind {
-    fn of(name: &str) -> Option<(Kind, &str)> {
-        let file = name.rsplit('/').next().unwrap_or(name);
-        [
-            (".qa.json", Kind::Qa),
-            (".scene_graph.json", Kind::SceneGraph),
-            (crate::release::STUDY_METADATA_SUFFIX, Kind::StudyMetadata),
-        ]
-        .into_iter()
-        .find_map(|(suffix, kind)| file.strip_suffix(suffix).map(|study| (kind, study)))
-    }
-}
-
-/// One member read from a zip.
-#[derive(Debug)]
-struct Member {
-    name: String,
-    kind: Kind,
-    /// The study id its file name gives, and the patient id of its folder.
-    study_id: String,
-    patient_id: String,
-    bytes: Vec<u8>,
-}
-
-/// A member decoded: its table, its rows as JSON lines and how many, or why it cannot be used.
-type Decoded = std::result::Result<(&'static str, Vec<u8>, usize), String>;
-
 /// The release's metadata: version and quality codes.
 #[derive(Debug)]
 struct Release {
@@ -307,56 +293,18 @@ struct Release {
 }
 
 impl Release {
-    fn decode(&self, member: &Member) -> Decoded {
+    /// Adds a member's rows (`content`, its inflated bytes) to `rows`, of its kind's table, and
+    /// returns how many; the error says why the member cannot be used.
+    fn decode(&self, rows: &mut Rows, member: &Member, content: &[u8]) -> Result<usize, String> {
         let ids = FileIds {
             patient_id: &member.patient_id,
             study_id: &member.study_id,
             provenance: &self.provenance,
         };
-        let mut out = Vec::with_capacity(member.bytes.len() + member.bytes.len() / 4);
         match member.kind {
-            Kind::SceneGraph => {
-                decode::scene_graph_row(&member.bytes, ids, &self.codes, &mut out)?;
-                Ok(("scene_graphs", out, 1))
-            }
-            Kind::Qa => {
-                let rows = decode::qa_rows(&member.bytes, ids, &self.codes, &mut out)?;
-                Ok(("qa", out, rows))
-            }
-            Kind::StudyMetadata => {
-                let json: Value = serde_json::from_slice(&member.bytes)
-                    .map_err(|e| format!("invalid JSON: {e}"))?;
-                let (patient, study) = (json["patient_id"].as_str(), json["study_id"].as_str());
-                if patient != Some(ids.patient_id) || study != Some(ids.study_id) {
-                    return Err(format!(
-                        "ids {}/{} do not match the member's path ({}/{})",
-                        patient.unwrap_or("(none)"),
-                        study.unwrap_or("(none)"),
-                        ids.patient_id,
-                        ids.study_id
-                    ));
-                }
-                let images = json["images"].as_array().ok_or("no `images` list")?;
-                for image in images {
-                    let view = image["view_position"].as_str();
-                    let row = json!({
-                        "image_id": image["image_id"].as_str().ok_or("an image without image_id")?,
-                        "patient_id": json["patient_id"],
-                        "study_id": json["study_id"],
-                        "view_position": image["dicom_view_position"],
-                        "view": view,
-                        "is_frontal": view == Some("frontal"),
-                        "rows": image["height"],
-                        "columns": image["width"],
-                        "study_date": json["study_date"],
-                        "procedure": json["procedure"],
-                        "split": json["split"],
-                    });
-                    serde_json::to_writer(&mut out, &row).map_err(|e| e.to_string())?;
-                    out.push(b'\n');
-                }
-                Ok(("images", out, images.len()))
-            }
+            Kind::Qa => rows.qa(content, ids, &self.codes),
+            Kind::SceneGraph => rows.scene_graph(content, ids, &self.codes),
+            Kind::StudyMetadata => rows.images(content, ids),
         }
     }
 }
@@ -448,15 +396,6 @@ fn version_in_path(path: &Path) -> Option<String> {
         .map(str::to_string)
 }
 
-/// The patient folder and study of a member name `…/pXX/pXXXXXXXX/sXXXXXXXX.<kind>.json`.
-fn member_ids(name: &str) -> Option<(Kind, String, String)> {
-    let (kind, study) = Kind::of(name)?;
-    let mut parts = name.rsplit('/');
-    parts.next();
-    let patient = parts.next()?;
-    Some((kind, patient.to_string(), study.to_string()))
-}
-
 async fn import_zip(
     lake: &Lake,
     path: &Path,
@@ -474,8 +413,7 @@ async fn import_zip(
     let mut archive = zip::ZipArchive::new(BufReader::new(file))
         .map_err(|e| import_error(path, format!("not a readable zip: {e}")))?;
     let mut chunk: Vec<Member> = Vec::new();
-    let mut bad: Vec<(String, String, Vec<u8>)> = Vec::new();
-    let mut bytes = 0usize;
+    let mut bytes = 0u64;
     let mut studies = HashSet::new();
     let mut pending: Pending = None;
     let target = Target {
@@ -488,70 +426,28 @@ async fn import_zip(
     let mut decoding = std::time::Duration::ZERO;
     for index in 0..archive.len() {
         let read_started = Instant::now();
-        let mut entry = archive
-            .by_index(index)
+        let member = Member::read(&mut archive, index)
             .map_err(|e| import_error(path, format!("member {index}: {e}")))?;
-        let name = entry.name().to_string();
-        if entry.is_dir() {
-            continue;
-        }
-        let Some((kind, patient_id, study_id)) = member_ids(&name) else {
+        let Some(member) = member else {
             continue;
         };
-        let done = match kind {
-            Kind::Qa => present.qa.contains(&study_id),
-            Kind::SceneGraph => present.scene_graphs.contains(&study_id),
-            // A study's images are new or present together.
-            Kind::StudyMetadata => present.image_studies.contains(&study_id),
-        };
-        if done
-            || present
-                .quarantined
-                .contains(&(source.clone(), name.clone()))
-        {
+        if present.holds(&source, &member) {
             summary.present += 1;
             continue;
         }
-        let mut content = Vec::with_capacity(entry.size() as usize);
-        if let Err(error) = entry.read_to_end(&mut content) {
-            bad.push((name, format!("unreadable member: {error}"), content));
-            continue;
-        }
         reading += read_started.elapsed();
-        bytes += content.len();
-        studies.insert(study_id.clone());
-        chunk.push(Member {
-            name,
-            kind,
-            study_id,
-            patient_id,
-            bytes: content,
-        });
+        bytes += member.size;
+        studies.insert(member.study_id.clone());
+        chunk.push(member);
         if studies.len() >= import.chunk_studies || bytes >= CHUNK_BYTES {
             let decode_started = Instant::now();
-            flush(
-                &target,
-                &mut chunk,
-                &mut bad,
-                present,
-                summary,
-                &mut pending,
-            )
-            .await?;
+            flush(&target, &mut chunk, present, summary, &mut pending).await?;
             decoding += decode_started.elapsed();
             bytes = 0;
             studies.clear();
         }
     }
-    flush(
-        &target,
-        &mut chunk,
-        &mut bad,
-        present,
-        summary,
-        &mut pending,
-    )
-    .await?;
+    flush(&target, &mut chunk, present, summary, &mut pending).await?;
     let settle_started = Instant::now();
     settle(&mut pending, summary).await?;
     tracing::info!(
@@ -593,13 +489,84 @@ struct Target<'a> {
     commit: &'a StageCommit,
 }
 
-/// Decodes the chunk's members in parallel and starts appending their rows (one commit per
-/// table) once the previous chunk's appends are done; bad members (and `bad`, the unreadable
-/// ones) go to quarantine.
+/// Uncompressed member bytes decoded into one batch, about.
+const GROUP_BYTES: u64 = 8 << 20;
+
+/// The rows of one group of members: their table, the batch (none if no member could be used)
+/// and its rows, the studies read, and the members that cannot be used (name, reason, bytes).
+struct Decoded {
+    table: &'static str,
+    batch: Option<RecordBatch>,
+    rows: u64,
+    studies: Vec<String>,
+    rejected: Vec<(String, String, Vec<u8>)>,
+}
+
+/// The members split into groups of one kind (in their order) of about [`GROUP_BYTES`].
+fn groups(members: Vec<Member>) -> Vec<Vec<Member>> {
+    let mut kinds: Vec<(Kind, Vec<Member>)> = Vec::new();
+    for member in members {
+        match kinds.iter_mut().find(|(kind, _)| *kind == member.kind) {
+            Some((_, list)) => list.push(member),
+            None => kinds.push((member.kind, vec![member])),
+        }
+    }
+    let mut groups = Vec::new();
+    for (_, list) in kinds {
+        let mut group = Vec::new();
+        let mut bytes = 0;
+        for member in list {
+            bytes += member.size;
+            group.push(member);
+            if bytes >= GROUP_BYTES {
+                groups.push(std::mem::take(&mut group));
+                bytes = 0;
+            }
+        }
+        if !group.is_empty() {
+            groups.push(group);
+        }
+    }
+    groups
+}
+
+/// Inflates and decodes a group of members of one kind into one batch of its table.
+fn decode_group(release: &Release, members: Vec<Member>) -> Result<Decoded> {
+    let table = members.first().map_or("qa", |m| m.kind.table());
+    let schema = cxrlake_schemas::table(table)
+        .map(|def| (def.schema)())
+        .ok_or_else(|| import_error(Path::new(table), "no such lake table"))?;
+    let mut rows = Rows::new(&schema).map_err(|e| import_error(Path::new(table), e))?;
+    let mut decoded = Decoded {
+        table,
+        batch: None,
+        rows: 0,
+        studies: Vec::new(),
+        rejected: Vec::new(),
+    };
+    for mut member in members {
+        let read = member.inflate().and_then(|content| {
+            let read = release.decode(&mut rows, &member, &content);
+            read.map_err(|reason| (reason, content))
+        });
+        match read {
+            Ok(_) => decoded.studies.push(member.study_id),
+            Err((reason, bytes)) => decoded.rejected.push((member.name, reason, bytes)),
+        }
+    }
+    decoded.rows = rows.len() as u64;
+    if decoded.rows > 0 {
+        decoded.batch = Some(rows.finish()?);
+    }
+    Ok(decoded)
+}
+
+/// Inflates and decodes the chunk's members in parallel and starts appending their rows (one
+/// commit per table) once the previous chunk's appends are done; members that cannot be used
+/// go to quarantine.
 async fn flush(
     target: &Target<'_>,
     chunk: &mut Vec<Member>,
-    bad: &mut Vec<(String, String, Vec<u8>)>,
     present: &mut Present,
     summary: &mut ImportSummary,
     pending: &mut Pending,
@@ -611,59 +578,39 @@ async fn flush(
         commit,
     } = *target;
     let members = std::mem::take(chunk);
-    let mut rejected = std::mem::take(bad);
-    if members.is_empty() && rejected.is_empty() {
+    if members.is_empty() {
         return Ok(());
     }
-    let decoded: Vec<(Member, Decoded)> = members
+    let decoded: Vec<Decoded> = groups(members)
         .into_par_iter()
-        .map(|member| {
-            let rows = release.decode(&member);
-            (member, rows)
-        })
-        .collect();
-    let mut tables: BTreeMap<&'static str, Vec<(Vec<u8>, usize)>> = BTreeMap::new();
-    let mut studies: BTreeMap<&'static str, Vec<String>> = BTreeMap::new();
-    for (member, rows) in decoded {
-        match rows {
-            Ok((table, lines, count)) => {
-                studies.entry(table).or_default().push(member.study_id);
-                tables.entry(table).or_default().push((lines, count));
-            }
-            Err(reason) => rejected.push((member.name, reason, member.bytes)),
-        }
-    }
-    let mut writes: Vec<(&'static str, Vec<RecordBatch>, u64)> = Vec::new();
-    for (table, rows) in tables {
-        let schema = cxrlake_schemas::table(table)
-            .map(|def| (def.schema)())
-            .ok_or_else(|| import_error(Path::new(source), format!("no table {table}")))?;
-        let count: usize = rows.iter().map(|(_, count)| count).sum();
-        writes.push((table, batches(&schema, &rows)?, count as u64));
-    }
-    for (table, ids) in studies {
-        let set = match table {
+        .map(|group| decode_group(release, group))
+        .collect::<Result<_>>()?;
+    let mut tables: BTreeMap<&'static str, (Vec<RecordBatch>, u64)> = BTreeMap::new();
+    let mut rejected = Vec::new();
+    for group in decoded {
+        let set = match group.table {
             "qa" => &mut present.qa,
             "scene_graphs" => &mut present.scene_graphs,
             _ => &mut present.image_studies,
         };
-        set.extend(ids);
-    }
-    if !rejected.is_empty() {
-        for (name, reason, _) in &rejected {
-            tracing::warn!(source, member = %name, reason = %reason, "release member quarantined");
-            present
-                .quarantined
-                .insert((source.to_string(), name.clone()));
+        set.extend(group.studies);
+        rejected.extend(group.rejected);
+        if let Some(batch) = group.batch {
+            let (batches, rows) = tables.entry(group.table).or_default();
+            batches.push(batch);
+            *rows += group.rows;
         }
-        summary.quarantined += rejected.len() as u64;
-        let rows = rejected.iter().map(|(name, reason, bytes)| QuarantineRow {
-            source,
-            location: name,
-            reason,
-            raw: bytes,
-        });
-        writes.push(("quarantine", vec![quarantine_batch(STAGE, rows)?], 0));
+    }
+    let mut writes: Vec<(&'static str, Vec<RecordBatch>, u64)> = tables
+        .into_iter()
+        .map(|(table, (batches, rows))| (table, batches, rows))
+        .collect();
+    if !rejected.is_empty() {
+        writes.push((
+            "quarantine",
+            vec![quarantine(source, &rejected, present, summary)?],
+            0,
+        ));
     }
     // One chunk's appends at a time, while the next chunk is read and decoded.
     settle(pending, summary).await?;
@@ -686,42 +633,26 @@ async fn flush(
     Ok(())
 }
 
-/// Rows (members' JSON lines with their counts) as batches of `schema`, decoded in parallel,
-/// about `ROWS` rows each.
-fn batches(schema: &SchemaRef, members: &[(Vec<u8>, usize)]) -> Result<Vec<RecordBatch>> {
-    const ROWS: usize = 8192;
-    let mut groups: Vec<&[(Vec<u8>, usize)]> = Vec::new();
-    let (mut from, mut rows) = (0, 0);
-    for (index, (_, count)) in members.iter().enumerate() {
-        rows += count;
-        if rows >= ROWS {
-            groups.push(&members[from..=index]);
-            (from, rows) = (index + 1, 0);
-        }
+/// The quarantine rows of the members that cannot be used (name, reason, bytes), noted as
+/// quarantined.
+fn quarantine(
+    source: &str,
+    rejected: &[(String, String, Vec<u8>)],
+    present: &mut Present,
+    summary: &mut ImportSummary,
+) -> Result<RecordBatch> {
+    for (name, reason, _) in rejected {
+        tracing::warn!(source, member = %name, reason = %reason, "release member quarantined");
+        present
+            .quarantined
+            .insert((source.to_string(), name.clone()));
     }
-    if from < members.len() {
-        groups.push(&members[from..]);
-    }
-    groups
-        .par_iter()
-        .map(|group| {
-            let rows: usize = group.iter().map(|(_, count)| count).sum();
-            let mut decoder = ReaderBuilder::new(Arc::clone(schema))
-                .with_batch_size(rows.max(1))
-                .build_decoder()?;
-            for (lines, _) in group.iter() {
-                let mut at = 0;
-                while at < lines.len() {
-                    let read = decoder.decode(&lines[at..])?;
-                    if read == 0 {
-                        break;
-                    }
-                    at += read;
-                }
-            }
-            Ok(decoder
-                .flush()?
-                .unwrap_or_else(|| RecordBatch::new_empty(Arc::clone(schema))))
-        })
-        .collect()
+    summary.quarantined += rejected.len() as u64;
+    let rows = rejected.iter().map(|(name, reason, bytes)| QuarantineRow {
+        source,
+        location: name,
+        reason,
+        raw: bytes,
+    });
+    Ok(quarantine_batch(STAGE, rows)?)
 }

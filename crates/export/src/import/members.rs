@@ -1,0 +1,134 @@
+//! Members of a release zip: read as stored (still compressed) in archive order by one reader,
+//! inflated and checked later by whichever thread decodes them.
+
+use std::io::Read;
+
+use zip::CompressionMethod;
+
+/// What a member is, by its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    Qa,
+    SceneGraph,
+    StudyMetadata,
+}
+
+impl Kind {
+    fn of(name: &str) -> Option<(Kind, &str)> {
+        let file = name.rsplit('/').next().unwrap_or(name);
+        [
+            (".qa.json", Kind::Qa),
+            (".scene_graph.json", Kind::SceneGraph),
+            (crate::release::STUDY_METADATA_SUFFIX, Kind::StudyMetadata),
+        ]
+        .into_iter()
+        .find_map(|(suffix, kind)| file.strip_suffix(suffix).map(|study| (kind, study)))
+    }
+
+    /// The lake table its rows go to.
+    pub fn table(self) -> &'static str {
+        match self {
+            Kind::Qa => "qa",
+            Kind::SceneGraph => "scene_graphs",
+            Kind::StudyMetadata => "images",
+        }
+    }
+}
+
+/// The kind, patient folder and study of a member name
+/// `…/pXX/pXXXXXXXX/sXXXXXXXX.<kind>.json`.
+pub(super) fn member_ids(name: &str) -> Option<(Kind, String, String)> {
+    let (kind, study) = Kind::of(name)?;
+    let mut parts = name.rsplit('/');
+    parts.next();
+    let patient = parts.next()?;
+    Some((kind, patient.to_string(), study.to_string()))
+}
+
+/// One member as stored in its zip.
+#[derive(Debug)]
+pub(super) struct Member {
+    pub name: String,
+    pub kind: Kind,
+    /// The study id its file name gives, and the patient id of its folder.
+    pub study_id: String,
+    pub patient_id: String,
+    stored: Vec<u8>,
+    /// Why the stored bytes could not be read whole.
+    unreadable: Option<String>,
+    method: CompressionMethod,
+    crc32: u32,
+    /// Bytes once inflated.
+    pub size: u64,
+}
+
+impl Member {
+    /// Reads member `index` of `archive` as stored; `None` for folders and files that are not
+    /// release members (the error: the zip cannot be read there).
+    pub fn read<R: Read + std::io::Seek>(
+        archive: &mut zip::ZipArchive<R>,
+        index: usize,
+    ) -> zip::result::ZipResult<Option<Member>> {
+        let mut entry = archive.by_index_raw(index)?;
+        if entry.is_dir() {
+            return Ok(None);
+        }
+        let Some((kind, patient_id, study_id)) = member_ids(entry.name()) else {
+            return Ok(None);
+        };
+        let mut stored = Vec::with_capacity(entry.compressed_size() as usize);
+        let mut unreadable = entry.read_to_end(&mut stored).err().map(|e| e.to_string());
+        if entry.encrypted() {
+            unreadable = Some("encrypted".into());
+        }
+        let method = entry.compression();
+        Ok(Some(Member {
+            name: entry.name().to_string(),
+            kind,
+            study_id,
+            patient_id,
+            stored,
+            unreadable,
+            method,
+            crc32: entry.crc32(),
+            size: entry.size(),
+        }))
+    }
+
+    /// The member's bytes, inflated and checked against its CRC-32 (the stored bytes are
+    /// dropped); the error gives why, and the bytes as far as they could be inflated.
+    pub fn inflate(&mut self) -> Result<Vec<u8>, (String, Vec<u8>)> {
+        let stored = std::mem::take(&mut self.stored);
+        let (content, read) = match self.method {
+            _ if self.unreadable.is_some() => {
+                (stored, Err(self.unreadable.take().unwrap_or_default()))
+            }
+            CompressionMethod::Stored => (stored, Ok(())),
+            CompressionMethod::Deflated => {
+                let mut content = Vec::with_capacity(self.size as usize);
+                let read = flate2::read::DeflateDecoder::new(stored.as_slice())
+                    .read_to_end(&mut content)
+                    .map(drop)
+                    .map_err(|e| e.to_string());
+                (content, read)
+            }
+            other => (
+                stored,
+                Err(format!("compression method {other} is not supported")),
+            ),
+        };
+        let checked = read.and_then(|()| {
+            let mut crc = flate2::Crc::new();
+            crc.update(&content);
+            if content.len() as u64 == self.size && crc.sum() == self.crc32 {
+                Ok(())
+            } else {
+                Err("invalid checksum or size".to_string())
+            }
+        });
+        match checked {
+            Ok(()) => Ok(content),
+            Err(error) => Err((format!("unreadable member: {error}"), content)),
+        }
+    }
+}
