@@ -6,7 +6,9 @@
 -- clinical findings present (the vocabulary's 28), its box and the patient's split.
 -- Inputs: scene_graphs (the study's top-level observations with their regions, on every frontal
 -- image of the study), imagenome_boxes (the image's attributes and phrases per box), images,
--- region_boxes (the region's box: its lowest-ranked source region with a box on the image).
+-- region_boxes (the region's box: its lowest-ranked source region with a box on the image; on a
+-- lake without region_boxes, $graph_boxes, a lake imported from the release, the scene graphs'
+-- region nodes).
 -- Output: givcxr_regions; a region without facts or without a box on the image has no context.
 --
 -- givcxr_region maps a cxrlake region (or ImaGenome box) to its GIV-CXR region through its
@@ -122,7 +124,9 @@ FROM facts
 GROUP BY image_id, region
 
 -- @step boxes
--- The region's box on each frontal image: its lowest-ranked source region with a box.
+-- The region's box on each frontal image: its lowest-ranked source region with a box, from
+-- region_boxes, or on a lake without region_boxes ($graph_boxes: imported from the release) from
+-- the scene graphs' region nodes (their per-image localization, the same boxes).
 SELECT image_id, region, source_region, bbox
 FROM (
     SELECT image_id,
@@ -131,10 +135,18 @@ FROM (
            bboxes[1] AS bbox,
            row_number() OVER (PARTITION BY image_id, givcxr_region(region)
                               ORDER BY givcxr_source_rank(region)) AS n
-    FROM region_boxes
-    WHERE givcxr_source_rank(region) IS NOT NULL
-      AND cardinality(bboxes) > 0
-      AND image_id IN (SELECT image_id FROM frontal)
+    FROM (
+        SELECT image_id, region, bboxes FROM region_boxes
+        UNION ALL
+        SELECT l['image_id'] AS image_id, region, l['bboxes'] AS bboxes
+        FROM (
+            SELECT r['region'] AS region, unnest(r['localization']) AS l
+            FROM (SELECT unnest(regions) AS r FROM scene_graphs WHERE $graph_boxes)
+        )
+    ) u
+    WHERE givcxr_source_rank(u.region) IS NOT NULL
+      AND cardinality(u.bboxes) > 0
+      AND u.image_id IN (SELECT fi.image_id FROM frontal fi)
 )
 WHERE n = 1
 

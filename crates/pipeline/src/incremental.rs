@@ -475,11 +475,13 @@ fn llm_calls(pipeline: &Pipeline, touched: usize) -> usize {
     }
 }
 
-/// Runs every stage that is not up to date over the studies it must recompute (all of them
-/// with `full`); `observe` sees each stage when it is done. Returns the record of what ran.
+/// Runs every stage of `names` that is not up to date over the studies it must recompute (all
+/// of them with `full`); `observe` sees each stage when it is done. Returns the record of what
+/// ran.
 pub(crate) async fn run(
     pipeline: &Pipeline,
     full: bool,
+    names: &[&'static str],
     observe: &mut dyn FnMut(&StagePlan),
 ) -> Result<Plan> {
     tracing::debug!("incremental run started");
@@ -489,6 +491,9 @@ pub(crate) async fn run(
     let mut qa_written = None;
     for stage in pipeline.stages() {
         let def = stage.def();
+        if !names.contains(&def.name) {
+            continue;
+        }
         let deciding = std::time::Instant::now();
         let mut decision = decide(pipeline, stage.as_ref(), full, &HashMap::new()).await?;
         tracing::debug!(

@@ -403,12 +403,73 @@ impl Pipeline {
     /// Runs every stage that is not up to date over the studies it must recompute (all of
     /// them with `full`); `observe` sees each stage as it ends.
     pub async fn run(&self, full: bool, observe: &mut dyn FnMut(&StagePlan)) -> Result<Plan> {
-        let names = self.stage_names();
+        let mut names = self.stage_names();
+        if self.is_imported().await {
+            // A lake imported from the release: only the flavours' stages can run.
+            names = self.flavour_stages_over_import(&names).await?;
+        }
         self.refuse_over_import(&names).await?;
         self.record(if full { "run --full" } else { "run" }, &names)
             .await?;
         crate::refdefs::load_reference_tables(&self.lake, &self.defs).await?;
-        incremental::run(self, full, observe).await
+        incremental::run(self, full, &names, observe).await
+    }
+
+    /// Whether `scene_graphs` holds a release imported with `cxrlake import release`.
+    async fn is_imported(&self) -> bool {
+        self.lake
+            .history("scene_graphs", Some(1))
+            .await
+            .ok()
+            .and_then(|mut commits| commits.pop())
+            .and_then(|commit| commit.stage)
+            .is_some_and(|commit| commit.stage == "import")
+    }
+
+    /// On an imported lake, the selected flavours' stages (the built-in ones would rebuild the
+    /// imported tables from sources the lake does not have); a flavour that reads the report text
+    /// is refused, naming what it lacks.
+    async fn flavour_stages_over_import(
+        &self,
+        names: &[&'static str],
+    ) -> Result<Vec<&'static str>> {
+        let ctx = self.lake.session().await?;
+        let mut out = Vec::new();
+        for name in names {
+            let Some(flavour) = crate::flavours::owning(name) else {
+                continue;
+            };
+            for table in self.stage(name)?.def().inputs {
+                let source = matches!(*table, "reports" | "sentences" | "chexpert_labels");
+                let empty = source
+                    && crate::sql::count(&ctx, name, &format!("SELECT count(*) FROM {table}"))
+                        .await?
+                        == 0;
+                if empty {
+                    return Err(PipelineError::Config(format!(
+                        "flavour {} reads table {table} (stage {name}), which a lake imported \
+                         from the release does not have: the release holds scene graphs and QA \
+                         pairs, not the MIMIC-CXR reports. Build it on a lake made from the \
+                         sources (`cxrlake ingest`, then `cxrlake run --flavour {}`); on this \
+                         lake, `--flavour givcxr` reads only scene graphs and images",
+                        flavour.name, flavour.name
+                    )));
+                }
+            }
+            out.push(*name);
+        }
+        if out.is_empty() {
+            return Err(PipelineError::Config(
+                "this lake holds a release imported with `cxrlake import release`: the built-in \
+                 stages would rebuild scene_graphs and qa from the MIMIC-CXR sources, which it \
+                 does not have. Query it (`cxrlake sql`, `cxrlake stats`, `cxrlake report`), \
+                 export subsets (`cxrlake export release`), run a flavour that reads only scene \
+                 graphs (`cxrlake run --flavour givcxr`), or build a lake from the sources \
+                 (`cxrlake ingest`, then `cxrlake run`)"
+                    .into(),
+            ));
+        }
+        Ok(out)
     }
 
     /// Refuses to run stages that would rebuild a table whose newest commit is a release

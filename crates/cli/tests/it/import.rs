@@ -161,6 +161,27 @@ fn a_release_round_trips_and_imports_resumably() {
         count(&lake, "SELECT count(*) FROM qa WHERE rating >= 'A'"),
         ft
     );
+    // A flavour that reads the reports says what the release lacks; GIV-CXR, which reads only
+    // scene graphs and images, builds on it (boxes from the scene graphs' region nodes) and
+    // leaves the imported tables as they are.
+    let gemex = cxrlake(&lake, &["run", "--flavour", "gemex"]);
+    assert!(!gemex.status.success());
+    let message = String::from_utf8_lossy(&gemex.stderr);
+    assert!(
+        message.contains("reads table sentences") && message.contains("--flavour givcxr"),
+        "{message}"
+    );
+    let qa_version = count(&lake, "SELECT count(*) FROM qa");
+    ok(cxrlake(&lake, &["-q", "run", "--flavour", "givcxr"]));
+    assert!(count(&lake, "SELECT count(*) FROM givcxr_dataset") > 0);
+    assert_eq!(
+        count(
+            &lake,
+            "SELECT count(*) FROM givcxr_regions WHERE bbox IS NULL"
+        ),
+        0
+    );
+    assert_eq!(count(&lake, "SELECT count(*) FROM qa"), qa_version);
 
     // The evaluations read an imported lake: its own answers score 1.0 on RadStrucVQA, and its
     // scene graphs score against a labels file.

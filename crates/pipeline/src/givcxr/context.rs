@@ -1,7 +1,8 @@
 //! The `givcxr_context` stage (`sql/givcxr/context.sql`): `givcxr_regions`, one region context
 //! per frontal image and GIV-CXR region with facts, from the scene graphs' observations and the
 //! Chest ImaGenome boxes' attributes and phrases, with the region's box and the patient's split
-//! (paper 002, supplement section 3.1).
+//! (paper 002, supplement section 3.1). On a lake imported from the release (no `region_boxes`)
+//! the boxes come from the scene graphs' region nodes.
 
 use std::collections::BTreeMap;
 
@@ -14,6 +15,7 @@ use datafusion::logical_expr::ScalarUDF;
 
 use crate::error::Result;
 use crate::pipeline::Pipeline;
+use crate::sql::count;
 use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
 
 /// The stage's declaration.
@@ -57,6 +59,10 @@ impl Stage for Context {
         let version = vocabulary.version().to_string();
         let map = super::region_map(pipeline, &vocabulary);
         let normal = vocabulary.normal_findings().join("|");
+        // A lake imported from the release has no region_boxes: the scene graphs' region nodes
+        // carry the boxes.
+        let ctx = pipeline.lake().session().await?;
+        let graph_boxes = count(&ctx, DEF.name, "SELECT count(*) FROM region_boxes").await? == 0;
         Ok(Prepared::new(
             vec![
                 ScalarUDF::from(GivcxrRegionFunc::new(map.clone(), &version, Lookup::Region)),
@@ -68,7 +74,10 @@ impl Stage for Context {
                     pipeline.config().seed,
                 )),
             ],
-            vec![("normal_findings", ScalarValue::from(normal))],
+            vec![
+                ("normal_findings", ScalarValue::from(normal)),
+                ("graph_boxes", ScalarValue::from(graph_boxes)),
+            ],
         ))
     }
 
