@@ -9,20 +9,30 @@
 -- `heuristic-1` or `llm:<model>` (an edited prompt changes the inputs of its criterion only).
 -- Identical inputs, in one study or across the lake, share one verdict.
 --
--- Parameters: $judge, the judge id (`heuristic-1`, `llm:<model>@judge-prompts-<version>`).
+-- The pending inputs are grouped by study and criterion, ordered by content hash, in groups of at
+-- most $judge_batch: the LLM judge asks one call per group (the report once, `Item 1:` … in the
+-- batched prompt; a group of one is its single-item prompt), the other judges rate each input
+-- on its own. Each input keeps its own row in qa_judgements.
+--
+-- Parameters: $judge, the judge id (`heuristic-1`, `llm:<model>@judge-prompts-<version>`, with
+-- `/batch-<n>` when batched); $judge_batch, inputs per group (1 for the judges without an LLM).
 
 -- @step requests
-SELECT unnest(judge_requests(q.question_strategy, q.question, q.answers, r.text)) AS request
+SELECT q.study_id,
+       unnest(judge_requests(q.question_strategy, q.question, q.answers, r.text)) AS request
 FROM qa q
 LEFT JOIN reports r ON r.study_id = q.study_id
 
 -- @step pending
--- One row per distinct input not judged yet.
-SELECT r.criterion, r.content_hash, min(r.input) AS input, min(r.parts) AS parts
+-- One row per distinct input not judged yet, with the first study asking it.
+SELECT r.criterion, r.content_hash, min(r.study_id) AS study_id, min(r.input) AS input,
+       min(r.item) AS item, min(r.parts) AS parts
 FROM (
-    SELECT request['criterion'] AS criterion,
+    SELECT study_id,
+           request['criterion'] AS criterion,
            request['content_hash'] AS content_hash,
            request['input'] AS input,
+           request['item'] AS item,
            request['parts'] AS parts
     FROM requests
 ) r
@@ -30,7 +40,34 @@ LEFT JOIN judged j ON j.content_hash = r.content_hash
 WHERE j.content_hash IS NULL
 GROUP BY r.criterion, r.content_hash
 
+-- @step groups
+-- One row per judge call: up to $judge_batch pending inputs of one study and criterion, in
+-- content-hash order (deterministic whatever the batch boundaries of the plan).
+SELECT p.criterion,
+       min(rp.text) AS report,
+       array_agg(p.content_hash ORDER BY p.content_hash) AS content_hashes,
+       array_agg(p.input ORDER BY p.content_hash) AS inputs,
+       array_agg(p.item ORDER BY p.content_hash) AS items,
+       array_agg(p.parts ORDER BY p.content_hash) AS parts
+FROM (
+    SELECT *,
+           (CAST(row_number() OVER (PARTITION BY study_id, criterion ORDER BY content_hash)
+                 AS BIGINT) - 1) / CAST($judge_batch AS BIGINT) AS batch_index
+    FROM pending
+) p
+LEFT JOIN reports rp ON rp.study_id = p.study_id
+GROUP BY p.study_id, p.criterion, p.batch_index
+
 -- @table qa_judgements
--- unnest(v) flattens each verdict into levels, explanation and error.
-SELECT $judge AS judge, criterion, content_hash, unnest(v)
-FROM (SELECT criterion, content_hash, judge_verdict(criterion, input, parts) AS v FROM pending)
+-- unnest(v) gives one verdict per input of the group.
+SELECT $judge AS judge,
+       criterion,
+       v['content_hash'] AS content_hash,
+       v['levels'] AS levels,
+       v['explanation'] AS explanation,
+       v['error'] AS error
+FROM (
+    SELECT criterion,
+           unnest(judge_verdicts(criterion, report, content_hashes, inputs, items, parts)) AS v
+    FROM groups
+)

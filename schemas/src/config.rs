@@ -48,6 +48,10 @@ extensions_options! {
         pub prompts: String, default = String::new()
         /// Judge prompts folder of the LLM judge; empty means the embedded `prompts/judge/`.
         pub judge_prompts: String, default = String::new()
+        /// LLM judge: pending QA pairs of one study and criterion asked in one call (the report
+        /// once, one answer block per item), 1 to 32; 1 sends the single-item prompts of
+        /// listings 7–11. Part of the judge id (`…/batch-<n>`) and of its content hashes.
+        pub judge_batch: usize, default = 8
         /// Extraction backend: `rules`, `llm`, or empty for `llm` when llm_endpoint is set and
         /// `rules` otherwise (resolved once, then kept by the lake).
         pub extractor: String, default = String::new()

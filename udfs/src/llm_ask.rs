@@ -1,4 +1,4 @@
-//! The LLM side shared by the `llm_extract_*`, LLM `judge_verdict` and LLM generation functions:
+//! The LLM side shared by the `llm_extract_*`, LLM `judge_verdicts` and LLM generation functions:
 //! one chat request per prompt (or conversation), answered through the client (cache,
 //! concurrency, retries), with per-row failures.
 

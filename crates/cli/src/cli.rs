@@ -1409,6 +1409,9 @@ pub struct SettingsArgs {
     /// Judge prompts folder of the LLM judge [key: judge_prompts; built-in: prompts/judge/]
     #[arg(long, value_name = "DIR")]
     pub judge_prompts: Option<PathBuf>,
+    /// LLM judge: QA pairs of one study and criterion per call, 1 to 32 [key: judge_batch; default: 8]
+    #[arg(long, value_name = "N")]
+    pub judge_batch: Option<u64>,
     /// Extraction backend: rules or llm [key: extractor; default: llm with --llm-endpoint]
     #[arg(long, value_name = "NAME", value_parser = ["rules", "llm"])]
     pub extractor: Option<String>,
@@ -1560,6 +1563,7 @@ impl SettingsArgs {
                 self.match_threshold.map(|v| v.to_string()),
             ),
             ("min_area", self.min_area.map(|v| v.to_string())),
+            ("judge_batch", self.judge_batch.map(|n| n.to_string())),
             (
                 "vqa_paper_typos",
                 self.vqa_paper_typos.map(|v| v.to_string()),

@@ -27,6 +27,9 @@ pub enum Judge {
         model: String,
         /// The prompts.
         prompts: Arc<JudgePrompts>,
+        /// Items of one study and criterion asked in one call (`cxrlake.judge_batch`); 1: the
+        /// single-item prompts of listings 7–11.
+        batch: usize,
     },
 }
 
@@ -50,40 +53,86 @@ pub struct Request {
     pub criterion: Criterion,
     /// Exactly what the judge reads: the rendered prompt (LLM) or the heuristic's input.
     pub input: String,
+    /// A batched LLM judge's block of this item in its batched prompt
+    /// ([`JudgePrompts::render_item`]); empty for every other judge.
+    pub item: String,
     /// `sha256(judge cache id, criterion, input)`, 32 hex digits: equal inputs, one verdict.
     pub content_hash: String,
 }
 
 impl Judge {
-    /// The `judge` value recorded in `qa` and `qa_judgements`: `heuristic-1`, or
-    /// `llm:<model>@judge-prompts-<version>`.
+    /// The `judge` value recorded in `qa` and `qa_judgements`: `heuristic-1`, `reading-1`,
+    /// `llm:<model>@judge-prompts-<version>`, or with batched calls
+    /// `llm:<model>@judge-prompts-<version>/batch-<n>`.
     pub fn id(&self) -> String {
         match self {
             Judge::Heuristic => HEURISTIC_JUDGE.to_string(),
             Judge::Reading { .. } => READING_JUDGE.to_string(),
-            Judge::Llm { model, prompts } => {
-                format!("llm:{model}@judge-prompts-{}", prompts.version())
+            Judge::Llm { prompts, .. } => {
+                format!(
+                    "{}@judge-prompts-{}{}",
+                    self.model_id(),
+                    prompts.version(),
+                    self.batch_suffix()
+                )
             }
         }
     }
 
-    /// What content hashes are keyed by: `heuristic-1`, or `llm:<model>` (the rendered prompt is
-    /// part of the input, so editing one criterion's prompt re-judges that criterion only).
+    fn model_id(&self) -> String {
+        match self {
+            Judge::Llm { model, .. } => format!("llm:{model}"),
+            _ => String::new(),
+        }
+    }
+
+    /// `/batch-<n>` for an LLM judge asking several items per call, else empty.
+    fn batch_suffix(&self) -> String {
+        match self {
+            Judge::Llm { batch, .. } if *batch > 1 => format!("/batch-{batch}"),
+            _ => String::new(),
+        }
+    }
+
+    /// Items of one study and criterion per LLM call (1 for the judges without an LLM).
+    pub fn batch(&self) -> usize {
+        match self {
+            Judge::Llm { batch, .. } => (*batch).max(1),
+            _ => 1,
+        }
+    }
+
+    /// What content hashes are keyed by: `heuristic-1`, `reading-1`, `llm:<model>`, or
+    /// `llm:<model>/batch-<n>` (an item answered in a batched call is another measurement than
+    /// its single-item prompt: the two never share a verdict). The rendered prompt is part of the
+    /// input, so editing one criterion's prompt re-judges that criterion only.
     pub fn cache_id(&self) -> String {
         match self {
             Judge::Heuristic => HEURISTIC_JUDGE.to_string(),
             Judge::Reading { .. } => READING_JUDGE.to_string(),
-            Judge::Llm { model, .. } => format!("llm:{model}"),
+            Judge::Llm { .. } => format!("{}{}", self.model_id(), self.batch_suffix()),
         }
     }
 
     /// The request of `item` for `criterion` under the cache identity `id` (its
-    /// [`Judge::cache_id`]).
+    /// [`Judge::cache_id`]). A batched LLM judge also keys the hash by its batched prompt of
+    /// `criterion` ([`JudgePrompts::batch_digest`]).
     pub fn request(&self, id: &str, criterion: Criterion, item: &QaItem<'_>) -> Request {
-        let input = match self {
-            Judge::Heuristic => heuristic::input(criterion, item),
-            Judge::Reading { reader } => heuristic::reading_input(criterion, item, reader.as_ref()),
-            Judge::Llm { prompts, .. } => prompts.render(criterion, item),
+        let (input, batched) = match self {
+            Judge::Heuristic => (heuristic::input(criterion, item), None),
+            Judge::Reading { reader } => (
+                heuristic::reading_input(criterion, item, reader.as_ref()),
+                None,
+            ),
+            Judge::Llm { prompts, batch, .. } => (
+                prompts.render(criterion, item),
+                (*batch > 1).then(|| {
+                    (
+                        prompts.render_item(criterion, item),
+                        prompts.batch_digest(criterion),
+                    )
+                }),
+            ),
         };
         let mut hasher = Sha256::new();
         hasher.update(id.as_bytes());
@@ -91,10 +140,15 @@ impl Judge {
         hasher.update(criterion.key().as_bytes());
         hasher.update([0]);
         hasher.update(input.as_bytes());
+        if let Some((_, digest)) = &batched {
+            hasher.update([0]);
+            hasher.update(digest.as_bytes());
+        }
         let content_hash = hex::encode(&hasher.finalize()[..16]);
         Request {
             criterion,
             input,
+            item: batched.map(|(item, _)| item).unwrap_or_default(),
             content_hash,
         }
     }

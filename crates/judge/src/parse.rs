@@ -5,6 +5,9 @@
 //! labels differently (`ALIGNED_INFERABLE` in the prompt, `ALIGNED_INFERRABLE` in table 12);
 //! all of that is accepted. What cannot be mapped to a level is an error or a missing level,
 //! never a guess.
+//!
+//! A batched answer (several items in one call) is split at its `Item N:` lines first
+//! ([`batch_levels`]); each item's block is then read like a single-item answer.
 
 use crate::criterion::Criterion;
 
@@ -99,9 +102,128 @@ pub fn single_level(criterion: Criterion, answer: &str) -> Result<&'static str, 
         .ok_or_else(|| format!("no {criterion} level in the answer"))
 }
 
+/// The levels of item `i`'s answer: per part (`parts[i]` numbered lines) or one.
+fn item_levels(
+    criterion: Criterion,
+    answer: &str,
+    parts: usize,
+) -> Result<Vec<Option<&'static str>>, String> {
+    if criterion.per_part() {
+        part_levels(criterion, answer, parts)
+    } else {
+        single_level(criterion, answer).map(|level| vec![Some(level)])
+    }
+}
+
+/// The number of an item header line like `Item 3:`, `**Item 3**`, `### Item 3` or `- Item 3)`,
+/// and what follows it on the line.
+fn item_header(line: &str) -> Option<(usize, &str)> {
+    let line = line
+        .trim_start()
+        .trim_start_matches(['-', '*', '•', '#', ' ', '\t']);
+    let rest = line
+        .get(..4)
+        .filter(|word| word.eq_ignore_ascii_case("item"))
+        .map(|_| &line[4..])?;
+    let rest = rest.trim_start();
+    let end = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let number = rest[..end].parse().ok()?;
+    let rest = rest[end..].trim_start_matches(['*', ':', ')', '.', ' ', '\t', '-']);
+    Some((number, rest))
+}
+
+/// The levels of each item of an answer to a batched prompt, `parts[i]` being the number of
+/// answer parts of item `i + 1` (per-part criteria; ignored otherwise).
+///
+/// The answer is split at its `Item N:` lines (markdown accepted); text on a header line after
+/// the number belongs to the item (`Item 2: clear -> OPTIMAL`). The first block of each number
+/// wins, numbers outside `1..=parts.len()` are ignored, items may come in any order. An item
+/// without a block, or whose block has no readable level, is an error for that item alone.
+pub fn batch_levels(
+    criterion: Criterion,
+    answer: &str,
+    parts: &[usize],
+) -> Vec<Result<Vec<Option<&'static str>>, String>> {
+    let mut blocks: Vec<Option<String>> = vec![None; parts.len()];
+    let mut current: Option<usize> = None;
+    for line in answer.lines() {
+        if let Some((number, rest)) = item_header(line) {
+            current = number
+                .checked_sub(1)
+                .filter(|&i| i < blocks.len() && blocks[i].is_none());
+            if let Some(i) = current {
+                blocks[i] = Some(format!("{rest}\n"));
+            }
+            continue;
+        }
+        if let Some(block) = current.and_then(|i| blocks[i].as_mut()) {
+            block.push_str(line);
+            block.push('\n');
+        }
+    }
+    // Reasons name no item number: an item's place depends on the group it was asked in.
+    blocks
+        .iter()
+        .zip(parts)
+        .map(|(block, &count)| match block {
+            Some(block) => item_levels(criterion, block, count)
+                .map_err(|reason| format!("in its item block: {reason}")),
+            None => Err("no 'Item N:' block for this item in the answer".to_string()),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn batched_answers_split_per_item() {
+        let answer = "Here are the ratings.\n**Item 2:**\n- [01] OPTIMAL\n\n### Item 1\n\
+                      [01] UNCLEAR_ANSWER\n[02] OPTIMAL\nItem 3: [01] OPTIMAL";
+        let levels = batch_levels(Criterion::AnswerClarity, answer, &[2, 1, 1]);
+        assert_eq!(
+            levels,
+            vec![
+                Ok(vec![Some("UNCLEAR_ANSWER"), Some("OPTIMAL")]),
+                Ok(vec![Some("OPTIMAL")]),
+                Ok(vec![Some("OPTIMAL")]),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missing_or_unreadable_item_fails_alone_and_extra_items_are_ignored() {
+        let answer = "Item 1:\nclear -> OPTIMAL\nItem 3:\nno idea\nItem 4:\nclear -> OPTIMAL\n\
+                      Item 1:\n-> UNCLEAR_QUESTION";
+        let levels = batch_levels(Criterion::QuestionClarity, answer, &[1, 1, 1]);
+        assert_eq!(levels[0], Ok(vec![Some("OPTIMAL")]), "the first block wins");
+        assert_eq!(
+            levels[1],
+            Err("no 'Item N:' block for this item in the answer".to_string())
+        );
+        assert!(
+            levels[2]
+                .as_ref()
+                .is_err_and(|e| e.starts_with("in its item block: ")),
+            "{levels:?}"
+        );
+        let single = batch_levels(
+            Criterion::Completeness,
+            "Item 1: all there -> FULLY_COMPLETE",
+            &[1],
+        );
+        assert_eq!(single, vec![Ok(vec![Some("FULLY_COMPLETE")])]);
+        assert_eq!(
+            batch_levels(Criterion::Completeness, "", &[1, 1])
+                .iter()
+                .filter(|l| l.is_err())
+                .count(),
+            2
+        );
+    }
 
     #[test]
     fn per_part_lines_with_markdown_and_references() {

@@ -10,6 +10,12 @@
 //!  completeness.md      <REPORT> <QUEST>          <ANSWERS: the texts, one per line>
 //!  question_clarity.md           <QUEST>
 //!  answer_clarity.md                     <NUMANS> <ANSWERS: "[01] text" lines>
+//!
+//!  batch/<criterion>.md (judge_batch > 1: several items of one study in one call)
+//!    entailment, completeness: <REPORT> once, <NUMITEMS> <ITEMS>
+//!    relevance, question_clarity, answer_clarity:  <NUMITEMS> <ITEMS>
+//!    <ITEMS> = "Item 1:\n<block>\n\nItem 2:\n<block>…", each block rendered by
+//!    JudgePrompts::render_item (the item's question and/or numbered answer lines)
 //! ```
 //!
 //! Each template is split at its placeholders once, so inserted text (a report containing
@@ -32,10 +38,19 @@ enum Slot {
     Question,
     Count,
     Answers,
+    ItemCount,
+    Items,
 }
 
 impl Slot {
-    const ALL: [Slot; 4] = [Slot::Report, Slot::Question, Slot::Count, Slot::Answers];
+    const ALL: [Slot; 6] = [
+        Slot::Report,
+        Slot::Question,
+        Slot::Count,
+        Slot::Answers,
+        Slot::ItemCount,
+        Slot::Items,
+    ];
 
     fn token(self) -> &'static str {
         match self {
@@ -43,16 +58,20 @@ impl Slot {
             Slot::Question => "<QUEST>",
             Slot::Count => "<NUMANS>",
             Slot::Answers => "<ANSWERS>",
+            Slot::ItemCount => "<NUMITEMS>",
+            Slot::Items => "<ITEMS>",
         }
     }
 
-    /// Whether the prompt of `criterion` must contain this placeholder.
-    fn required(self, criterion: Criterion) -> bool {
+    /// Whether the prompt of `criterion` must contain this placeholder (else it must not);
+    /// `batch`: the prompt of several items.
+    fn required(self, criterion: Criterion, batch: bool) -> bool {
         match self {
             Slot::Report => matches!(criterion, Criterion::Entailment | Criterion::Completeness),
-            Slot::Question => criterion != Criterion::AnswerClarity,
-            Slot::Count => criterion.per_part(),
-            Slot::Answers => criterion != Criterion::QuestionClarity,
+            Slot::Question => !batch && criterion != Criterion::AnswerClarity,
+            Slot::Count => !batch && criterion.per_part(),
+            Slot::Answers => !batch && criterion != Criterion::QuestionClarity,
+            Slot::ItemCount | Slot::Items => batch,
         }
     }
 }
@@ -70,7 +89,7 @@ struct Template {
 }
 
 impl Template {
-    fn parse(file: &str, criterion: Criterion, text: &str) -> Result<Template> {
+    fn parse(file: &str, criterion: Criterion, text: &str, batch: bool) -> Result<Template> {
         let mut segments = Vec::new();
         let mut rest = text.trim_end();
         while !rest.is_empty() {
@@ -94,7 +113,7 @@ impl Template {
         }
         for slot in Slot::ALL {
             let present = segments.contains(&Segment::Slot(slot));
-            if slot.required(criterion) && !present {
+            if slot.required(criterion, batch) && !present {
                 return Err(JudgeError::Invalid {
                     file: file.to_string(),
                     reason: format!(
@@ -103,7 +122,7 @@ impl Template {
                     ),
                 });
             }
-            if !slot.required(criterion) && present {
+            if !slot.required(criterion, batch) && present {
                 return Err(JudgeError::Invalid {
                     file: file.to_string(),
                     reason: format!(
@@ -136,16 +155,34 @@ struct Config {
     version: String,
 }
 
-/// The five judge prompts and their version.
+/// The five judge prompts, their batched forms and their version.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JudgePrompts {
     version: String,
     templates: Vec<(Criterion, Template)>,
+    /// Per criterion: the batched prompt and 12 hex digits of sha256 over its text.
+    batch: Vec<(Criterion, Template, String)>,
 }
 
-/// The file of a criterion's prompt.
-fn file_name(criterion: Criterion) -> String {
-    format!("{}.md", criterion.key())
+/// The file of a criterion's prompt (`batch`: of its batched prompt).
+fn file_name(criterion: Criterion, batch: bool) -> String {
+    if batch {
+        format!("batch/{}.md", criterion.key())
+    } else {
+        format!("{}.md", criterion.key())
+    }
+}
+
+fn embedded_batch_text(criterion: Criterion) -> &'static str {
+    match criterion {
+        Criterion::Entailment => include_str!("../../../prompts/judge/batch/entailment.md"),
+        Criterion::Relevance => include_str!("../../../prompts/judge/batch/relevance.md"),
+        Criterion::Completeness => include_str!("../../../prompts/judge/batch/completeness.md"),
+        Criterion::QuestionClarity => {
+            include_str!("../../../prompts/judge/batch/question_clarity.md")
+        }
+        Criterion::AnswerClarity => include_str!("../../../prompts/judge/batch/answer_clarity.md"),
+    }
 }
 
 fn embedded_text(criterion: Criterion) -> &'static str {
@@ -162,8 +199,15 @@ impl JudgePrompts {
     /// The prompts compiled into the binary (`prompts/judge/`).
     pub fn embedded() -> Self {
         let config = include_str!("../../../prompts/judge/judge.toml");
-        Self::from_texts(config, |criterion| Ok(embedded_text(criterion).to_string()))
-            .unwrap_or_else(|e| panic!("the embedded judge prompts are invalid: {e}"))
+        Self::from_texts(config, |criterion, batch| {
+            Ok(if batch {
+                embedded_batch_text(criterion)
+            } else {
+                embedded_text(criterion)
+            }
+            .to_string())
+        })
+        .unwrap_or_else(|e| panic!("the embedded judge prompts are invalid: {e}"))
     }
 
     /// Loads a copy of the `prompts/judge/` folder.
@@ -173,10 +217,12 @@ impl JudgePrompts {
             std::fs::read_to_string(&path).map_err(|source| JudgeError::Io { path, source })
         };
         let config = read(CONFIG)?;
-        Self::from_texts(&config, |criterion| read(&file_name(criterion)))
+        Self::from_texts(&config, |criterion, batch| {
+            read(&file_name(criterion, batch))
+        })
     }
 
-    fn from_texts(config: &str, text: impl Fn(Criterion) -> Result<String>) -> Result<Self> {
+    fn from_texts(config: &str, text: impl Fn(Criterion, bool) -> Result<String>) -> Result<Self> {
         let parsed: Config = toml::from_str(config).map_err(|e| JudgeError::Invalid {
             file: CONFIG.into(),
             reason: format!("{e}; expected `version = \"1\"`"),
@@ -184,19 +230,32 @@ impl JudgePrompts {
         let mut hasher = Sha256::new();
         hasher.update(config.as_bytes());
         let mut templates = Vec::new();
+        let mut batch = Vec::new();
         for criterion in Criterion::ALL {
-            let body = text(criterion)?;
+            let body = text(criterion, false)?;
             hasher.update([0]);
             hasher.update(body.as_bytes());
             templates.push((
                 criterion,
-                Template::parse(&file_name(criterion), criterion, &body)?,
+                Template::parse(&file_name(criterion, false), criterion, &body, false)?,
+            ));
+        }
+        for criterion in Criterion::ALL {
+            let body = text(criterion, true)?;
+            hasher.update([0]);
+            hasher.update(body.as_bytes());
+            let digest = hex::encode(Sha256::digest(body.as_bytes()));
+            batch.push((
+                criterion,
+                Template::parse(&file_name(criterion, true), criterion, &body, true)?,
+                digest[..12].to_string(),
             ));
         }
         let digest = hex::encode(hasher.finalize());
         Ok(JudgePrompts {
             version: format!("{}+{}", parsed.version.trim(), &digest[..12]),
             templates,
+            batch,
         })
     }
 
@@ -229,6 +288,73 @@ impl JudgePrompts {
                 let texts: Vec<&str> = item.parts.iter().map(|p| p.text.trim()).collect();
                 out.push_str(&texts.join("\n"));
             }
+            Slot::ItemCount | Slot::Items => {}
+        })
+    }
+
+    fn batch_of(&self, criterion: Criterion) -> (&Template, &str) {
+        self.batch
+            .iter()
+            .find(|(c, _, _)| *c == criterion)
+            .map(|(_, t, digest)| (t, digest.as_str()))
+            .unwrap_or_else(|| unreachable!("every criterion has a batched template"))
+    }
+
+    /// 12 hex digits of sha256 over the batched prompt of `criterion` (part of the content hash
+    /// of a batched judge's requests, so editing it re-judges that criterion only).
+    pub fn batch_digest(&self, criterion: Criterion) -> &str {
+        self.batch_of(criterion).1
+    }
+
+    /// What the batched prompt of `criterion` shows of `item` (after its `Item N:` line): the
+    /// single-item prompt's question and answer lines, without the report.
+    pub fn render_item(&self, criterion: Criterion, item: &QaItem<'_>) -> String {
+        let question = item.question.trim();
+        let numbered = || {
+            item.parts
+                .iter()
+                .enumerate()
+                .map(|(i, part)| format!("[{:02}] {}", i + 1, part.text.trim()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let count = item.parts.len();
+        match criterion {
+            Criterion::Entailment | Criterion::Relevance => format!(
+                "Question: {question}\nAnswer ({count} sentences to rate):\n{}",
+                numbered()
+            ),
+            Criterion::Completeness => {
+                let texts: Vec<&str> = item.parts.iter().map(|p| p.text.trim()).collect();
+                format!(
+                    "Question: {question}\nAnswer (to rate):\n{}",
+                    texts.join("\n")
+                )
+            }
+            Criterion::QuestionClarity => format!("Question (to rate): {question}"),
+            Criterion::AnswerClarity => {
+                format!("Answer ({count} sentences to rate):\n{}", numbered())
+            }
+        }
+    }
+
+    /// The prompt asking `criterion` about several items of one study (`report`: the study's
+    /// report, read by entailment and completeness), each one's block from
+    /// [`JudgePrompts::render_item`], numbered `Item 1:` on in the given order.
+    pub fn render_batch(&self, criterion: Criterion, report: &str, items: &[&str]) -> String {
+        let (template, _) = self.batch_of(criterion);
+        template.render(|slot, out| match slot {
+            Slot::Report => out.push_str(report.trim()),
+            Slot::ItemCount => out.push_str(&items.len().to_string()),
+            Slot::Items => {
+                for (i, block) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str("\n\n");
+                    }
+                    out.push_str(&format!("Item {}:\n{}", i + 1, block.trim_end()));
+                }
+            }
+            Slot::Question | Slot::Count | Slot::Answers => {}
         })
     }
 }

@@ -159,8 +159,12 @@ impl ResponseCache for InMemoryCache {
         Ok(self.lock().get(key).cloned())
     }
 
+    /// An unusable answer (`LlmError::kind` `parse`) is forgotten, not replayed.
     async fn put(&self, key: &CacheKey, outcome: &CachedOutcome) -> Result<()> {
-        self.lock().insert(key.clone(), outcome.clone());
+        match outcome {
+            Err(error) if error.kind() == "parse" => self.lock().remove(key),
+            _ => self.lock().insert(key.clone(), outcome.clone()),
+        };
         Ok(())
     }
 }

@@ -6,9 +6,15 @@
 //!  qa (chunk) ─judge_requests─▶ requests: 5 per QA pair, content_hash = sha256(judge, criterion, input)
 //!                                  │  GROUP BY content_hash, NOT IN judged
 //!                                  ▼
-//!                               pending ─judge_verdict─▶ qa_judgements (append)
+//!                               pending: one row per distinct input
+//!                                  │  per study and criterion, by content hash, ≤ judge_batch each
+//!                                  ▼
+//!                               groups ─judge_verdicts─▶ one verdict per input ─▶ qa_judgements (append)
 //!  judged = qa_judgements of this judge without error ∪ this run's earlier chunks
 //! ```
+//!
+//! The LLM judge sends one call per group (`cxrlake.judge_batch` items, the report once); the
+//! heuristic and reading judges rate each input on its own (groups of one).
 //!
 //! A rerun judges nothing it has judged (a judgement with an error, e.g. a failed LLM call, is
 //! asked again; LLM answers are cached in `llm_calls`, so a resumed run sends no request twice).
@@ -17,6 +23,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use cxrlake_judge::Judge as JudgeKind;
 use cxrlake_llm::LlmClient;
 use cxrlake_udfs::judge::{HeuristicVerdictFunc, JudgeRequestsFunc, LlmVerdictFunc};
 use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
@@ -28,6 +35,8 @@ use datafusion::prelude::{Expr, SessionContext, col, lit};
 use datafusion::scalar::ScalarValue;
 
 use crate::error::{PipelineError, Result};
+use crate::fingerprint::Fingerprint;
+use crate::incremental::{StagePlan, rescope_other_definitions};
 use crate::llm_calls::{cached_client, describe_llm, llm_metrics, refuse_if_every_call_failed};
 use crate::pipeline::Pipeline;
 use crate::scope::Scope;
@@ -52,6 +61,7 @@ pub static DEF: StageDef = StageDef {
         "llm_endpoint",
         "llm_model",
         "judge_prompts",
+        "judge_batch",
         "chunk_patients",
     ],
     chunking: Chunking::Patients { default: 100 },
@@ -75,30 +85,61 @@ impl Stage for Judge {
         Ok(BTreeMap::from([("judge".into(), pipeline.judge()?.id())]))
     }
 
+    /// The generic rules, and: while this LLM judge has failed verdicts, the next run asks them
+    /// again (over every study: a verdict is shared by all the pairs with its input).
+    async fn rescope(
+        &self,
+        pipeline: &Pipeline,
+        last: &Fingerprint,
+        now: &BTreeMap<String, String>,
+        plan: &mut StagePlan,
+    ) -> Result<()> {
+        rescope_other_definitions(last, now, plan, &[]);
+        if pipeline.config().judge != "llm" || plan.scope.is_all() {
+            return Ok(());
+        }
+        let id = pipeline.judge()?.id().replace('\'', "''");
+        let ctx = pipeline.lake().session().await?;
+        let sql = format!(
+            "SELECT count(*) FROM (SELECT content_hash FROM {TABLE} WHERE judge = '{id}' \
+             GROUP BY content_hash HAVING bool_and(error IS NOT NULL))"
+        );
+        let failed = count(&ctx, "judge", &sql).await?;
+        if failed > 0 {
+            plan.all(format!("{failed} failed verdicts are asked again"));
+        }
+        Ok(())
+    }
+
     async fn prepare(&self, pipeline: &Pipeline, mode: RunMode) -> Result<Prepared> {
         let judge = Arc::new(pipeline.judge()?);
         let id = judge.id();
         let requests = ScalarUDF::from(JudgeRequestsFunc::new(Arc::clone(&judge)));
-        let (verdict, client) = match pipeline.config().judge.as_str() {
-            "llm" if mode == RunMode::Write => {
+        let (verdict, client) = match judge.as_ref() {
+            JudgeKind::Llm { prompts, .. } if mode == RunMode::Write => {
                 let config = pipeline.required_llm("judge")?;
                 let client =
                     cached_client(pipeline, "judge", config, &format!("judge-{id}")).await?;
                 let verdict = AsyncScalarUDF::new(Arc::new(LlmVerdictFunc::new(
                     Arc::clone(&client),
                     id.clone(),
+                    Arc::clone(prompts),
                 )))
                 .into_scalar_udf();
                 (verdict, Some(client))
             }
             _ => (ScalarUDF::from(HeuristicVerdictFunc::new()), None),
         };
+        let batch = judge.batch() as i64;
         let ctx = pipeline.lake().session().await?;
         let judged = Judged::read(&ctx).await?;
         let failed = failed_hashes(&ctx).await?;
         Ok(Prepared::new(
             vec![requests, verdict],
-            vec![("judge", ScalarValue::from(id.as_str()))],
+            vec![
+                ("judge", ScalarValue::from(id.as_str())),
+                ("judge_batch", ScalarValue::from(batch)),
+            ],
         )
         .with_hooks(JudgeHooks {
             judge: id,
@@ -110,6 +151,7 @@ impl Stage for Judge {
             questions: 0,
             requests: 0,
             pending: 0,
+            calls: 0,
             unusable: 0,
         }))
     }
@@ -132,6 +174,14 @@ impl Stage for Judge {
             },
             report.seconds
         );
+        if report.metric_text("judge").starts_with("llm:") {
+            let calls = report.metric("calls");
+            line.push_str(&format!(
+                "; {calls} LLM calls ({:.1} % of the requests, {:.2} per QA pair)",
+                100.0 * calls as f64 / requests.max(1) as f64,
+                calls as f64 / report.metric("questions").max(1) as f64
+            ));
+        }
         if report.metrics.contains_key("llm_requested") {
             line.push_str(&describe_llm(report));
         }
@@ -232,6 +282,8 @@ struct JudgeHooks {
     questions: usize,
     requests: usize,
     pending: usize,
+    /// Groups of pending inputs: the LLM judge's calls.
+    calls: usize,
     unusable: usize,
 }
 
@@ -294,6 +346,7 @@ impl RunHooks for JudgeHooks {
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
         match statement.name.as_str() {
             "requests" => self.requests += rows,
+            "groups" => self.calls += rows,
             "pending" => {
                 self.pending += rows;
                 if self.count_only {
@@ -335,6 +388,7 @@ impl RunHooks for JudgeHooks {
             ("questions".to_string(), self.questions.into()),
             ("requests".to_string(), self.requests.into()),
             ("judged".to_string(), self.pending.into()),
+            ("calls".to_string(), self.calls.into()),
             ("unusable".to_string(), self.unusable.into()),
             ("plan_only".to_string(), self.count_only.into()),
         ]);

@@ -284,6 +284,7 @@ impl Pipeline {
             "llm" => Judge::Llm {
                 model: self.required_llm("judge")?.model,
                 prompts: self.judge_prompts()?,
+                batch: settings::judge_batch(self.config())?,
             },
             "reading" => Judge::Reading {
                 reader: loaded(&self.reader, || {

@@ -32,6 +32,7 @@ pub const RESULT_KEYS: &[&str] = &[
     "templates",
     "prompts",
     "judge_prompts",
+    "judge_batch",
     "extractor",
     "judge",
     "llm_endpoint",
@@ -337,6 +338,20 @@ pub fn llm_config(config: &CxrlakeConfig) -> Result<Option<LlmConfig>> {
     llm.total_budget.max_requests =
         (config.llm_max_requests > 0).then_some(config.llm_max_requests);
     Ok(Some(llm))
+}
+
+/// The largest `cxrlake.judge_batch`: items per LLM judge call.
+pub const MAX_JUDGE_BATCH: usize = 32;
+
+/// `cxrlake.judge_batch`, checked: 1 to [`MAX_JUDGE_BATCH`].
+pub fn judge_batch(config: &CxrlakeConfig) -> Result<usize> {
+    match config.judge_batch {
+        n @ 1..=MAX_JUDGE_BATCH => Ok(n),
+        n => Err(PipelineError::Config(format!(
+            "cxrlake.judge_batch = {n}: give 1 (one QA pair per LLM judge call) to \
+             {MAX_JUDGE_BATCH}"
+        ))),
+    }
 }
 
 /// The folder or file a path setting names (`None`: the built-in default).

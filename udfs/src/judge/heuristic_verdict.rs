@@ -1,18 +1,19 @@
-//! `judge_verdict(criterion, input, parts)` of the heuristic judge: the verdict on one distinct
-//! input of `judge_requests` (see `cxrlake_judge::heuristic` for the rules).
+//! `judge_verdicts(criterion, report, content_hashes, inputs, items, parts)` of the judges
+//! without an LLM (heuristic, reading): each input of the group judged on its own (see
+//! `cxrlake_judge::heuristic` for the rules), so the grouping never changes a verdict.
 
-use cxrlake_judge::{Criterion, Verdict, heuristic};
+use cxrlake_judge::{Verdict, heuristic};
 use datafusion::arrow::datatypes::DataType;
-use datafusion::common::{Result, exec_err};
+use datafusion::common::Result;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 use rayon::prelude::*;
 
-use super::verdict::{verdict_type, verdicts_array};
-use crate::args::{string_at, utf8_arg};
+use super::group::Groups;
+use super::verdict::{verdicts_array, verdicts_type};
 
-/// The heuristic `judge_verdict` scalar function.
+/// The heuristic `judge_verdicts` scalar function.
 #[derive(Debug, PartialEq, Eq, Hash)]
 pub struct HeuristicVerdictFunc {
     signature: Signature,
@@ -28,14 +29,14 @@ impl HeuristicVerdictFunc {
     /// The function.
     pub fn new() -> Self {
         Self {
-            signature: Signature::any(3, Volatility::Immutable),
+            signature: Signature::any(6, Volatility::Immutable),
         }
     }
 }
 
 impl ScalarUDFImpl for HeuristicVerdictFunc {
     fn name(&self) -> &str {
-        "judge_verdict"
+        "judge_verdicts"
     }
 
     fn signature(&self) -> &Signature {
@@ -43,24 +44,30 @@ impl ScalarUDFImpl for HeuristicVerdictFunc {
     }
 
     fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
-        Ok(verdict_type())
+        Ok(verdicts_type())
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let args = ColumnarValue::values_to_arrays(&args.args)?;
-        if args.len() != 3 {
-            return exec_err!("judge_verdict(criterion, input, parts) takes 3 arguments");
-        }
-        let criteria = utf8_arg(&args, 0, self.name())?;
-        let inputs = utf8_arg(&args, 1, self.name())?;
-        let verdicts: Vec<Verdict> = (0..args[0].len())
+        let groups = Groups::new(&args, self.name())?;
+        let verdicts: Vec<Vec<(&str, Verdict)>> = (0..groups.len())
             .into_par_iter()
             .map(|row| {
-                let name = string_at(&criteria, row);
-                match Criterion::from_key(name) {
-                    Some(criterion) => heuristic::judge(criterion, string_at(&inputs, row)),
-                    None => Verdict::unrated(format!("unknown criterion '{name}'"), ""),
-                }
+                let group = groups.group(row);
+                group
+                    .hashes
+                    .iter()
+                    .zip(&group.inputs)
+                    .map(|(hash, input)| {
+                        let verdict = match group.criterion {
+                            Ok(criterion) => heuristic::judge(criterion, input),
+                            Err(name) => {
+                                Verdict::unrated(format!("unknown criterion '{name}'"), "")
+                            }
+                        };
+                        (*hash, verdict)
+                    })
+                    .collect()
             })
             .collect();
         Ok(ColumnarValue::Array(verdicts_array(&verdicts)))

@@ -1,6 +1,7 @@
 //! `judge_requests(question_strategy, question, answers, report)`: per QA pair, what the judge
 //! reads for each of the five criteria and its content hash, as
-//! `list<struct<criterion, content_hash, input, parts>>` (`parts`: the answer parts rated).
+//! `list<struct<criterion, content_hash, input, item, parts>>` (`parts`: the answer parts rated;
+//! `item`: a batched LLM judge's block of the item in its batched prompt, else empty).
 //! Equal hashes are judged once (`sql/judge.sql`) and joined back by hash (`sql/grade.sql`).
 
 use std::sync::Arc;
@@ -24,6 +25,7 @@ fn request_fields() -> Fields {
         key("criterion"),
         key("content_hash"),
         key("input"),
+        key("item"),
         Field::new("parts", DataType::Int32, false),
     ])
 }
@@ -125,12 +127,14 @@ fn requests_array(rows: &[Vec<Request>], parts: &[i32]) -> ArrayRef {
     let mut criterion = StringBuilder::new();
     let mut hash = StringBuilder::new();
     let mut input = StringBuilder::new();
+    let mut item = StringBuilder::new();
     let mut rated = Int32Builder::new();
     for (requests, &parts) in rows.iter().zip(parts) {
         for request in requests {
             criterion.append_value(request.criterion.key());
             hash.append_value(&request.content_hash);
             input.append_value(&request.input);
+            item.append_value(&request.item);
             rated.append_value(if request.criterion.per_part() {
                 parts
             } else {
@@ -144,6 +148,7 @@ fn requests_array(rows: &[Vec<Request>], parts: &[i32]) -> ArrayRef {
             Arc::new(criterion.finish()),
             Arc::new(hash.finish()),
             Arc::new(input.finish()),
+            Arc::new(item.finish()),
             Arc::new(rated.finish()),
         ],
         None,

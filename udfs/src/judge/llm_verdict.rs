@@ -1,25 +1,32 @@
-//! `judge_verdict(criterion, input, parts)` of the LLM judge: the rendered prompt (`input`) sent
-//! to an OpenAI-compatible server through the client (cache in `llm_calls`, retries, PHI guard),
-//! its answer parsed per part (`[01] LABEL`) or as one `explanation -> LABEL`. An answer that
-//! cannot be parsed, or a call that failed, is a verdict with `error` set: the QA pairs reading
-//! it are `not rated`, the run goes on.
+//! `judge_verdicts(criterion, report, content_hashes, inputs, items, parts)` of the LLM judge:
+//! one call per group of distinct inputs of one study and criterion (`sql/judge.sql`, step
+//! `groups`), sent to an OpenAI-compatible server through the client (cache in `llm_calls`,
+//! retries, PHI guard).
+//!
+//! ```text
+//!  group of 1 ──► its single-item prompt (`input`) ──► parse::part_levels | single_level
+//!  group of n ──► JudgePrompts::render_batch(report once, "Item 1:" … "Item n:" blocks)
+//!                 ──► parse::batch_levels ──► one verdict per item, in the group's order
+//! ```
+//!
+//! An item whose part of the answer cannot be parsed, or a call that failed, is a verdict with
+//! `error` set: the QA pairs reading it are `not rated`, the run goes on. An answered call with
+//! any unusable item is rejected in the cache, so the next run asks its pending items again.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cxrlake_judge::{Criterion, Verdict, parse};
+use cxrlake_judge::{Criterion, JudgePrompts, Verdict, parse};
 use cxrlake_llm::LlmClient;
-use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Int32Type};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::async_udf::AsyncScalarUDFImpl;
 use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use super::verdict::{verdict_type, verdicts_array};
-use crate::args::{string_at, utf8_arg};
+use super::group::{Group, Groups};
+use super::verdict::{verdicts_array, verdicts_type};
 use crate::llm_ask::{BATCH_ROWS, ask_each, reject_prompts};
 
 /// Tokens of an answer rating `parts` parts (a short line each), or an explanation and a label.
@@ -31,21 +38,24 @@ fn max_tokens(criterion: Criterion, parts: usize) -> u32 {
     }
 }
 
-/// The LLM `judge_verdict` async scalar function.
+/// The LLM `judge_verdicts` async scalar function.
 #[derive(Debug)]
 pub struct LlmVerdictFunc {
     client: Arc<LlmClient>,
     judge_id: String,
+    prompts: Arc<JudgePrompts>,
     signature: Signature,
 }
 
 impl LlmVerdictFunc {
-    /// The function over this client; `judge_id` names the model and prompts version.
-    pub fn new(client: Arc<LlmClient>, judge_id: String) -> Self {
+    /// The function over this client; `judge_id` names the model, the prompts version and the
+    /// batch size, `prompts` renders the batched prompts.
+    pub fn new(client: Arc<LlmClient>, judge_id: String, prompts: Arc<JudgePrompts>) -> Self {
         Self {
             client,
             judge_id,
-            signature: Signature::any(3, Volatility::Immutable),
+            prompts,
+            signature: Signature::any(6, Volatility::Immutable),
         }
     }
 }
@@ -67,7 +77,7 @@ impl std::hash::Hash for LlmVerdictFunc {
 
 impl ScalarUDFImpl for LlmVerdictFunc {
     fn name(&self) -> &str {
-        "judge_verdict"
+        "judge_verdicts"
     }
 
     fn signature(&self) -> &Signature {
@@ -75,7 +85,7 @@ impl ScalarUDFImpl for LlmVerdictFunc {
     }
 
     fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
-        Ok(verdict_type())
+        Ok(verdicts_type())
     }
 
     fn invoke_with_args(&self, _args: ScalarFunctionArgs) -> Result<ColumnarValue> {
@@ -83,24 +93,40 @@ impl ScalarUDFImpl for LlmVerdictFunc {
     }
 }
 
-/// The verdict of one answered prompt.
-fn verdict(criterion: Criterion, parts: usize, answer: Result<String, String>) -> Verdict {
-    let text = match answer {
-        Ok(text) => text,
-        Err(reason) => return Verdict::unrated(reason, ""),
-    };
-    let levels = if criterion.per_part() {
-        parse::part_levels(criterion, &text, parts)
+/// The levels of each item of a group from the answer `text`.
+fn levels(
+    criterion: Criterion,
+    group: &Group<'_>,
+    text: &str,
+) -> Vec<Result<Vec<Option<&'static str>>, String>> {
+    if group.hashes.len() > 1 {
+        return parse::batch_levels(criterion, text, &group.parts);
+    }
+    let parts = group.parts.first().copied().unwrap_or(0);
+    vec![if criterion.per_part() {
+        parse::part_levels(criterion, text, parts)
     } else {
-        parse::single_level(criterion, &text).map(|level| vec![Some(level)])
-    };
-    match levels {
-        Ok(levels) => Verdict {
-            levels,
-            explanation: text,
-            error: None,
-        },
-        Err(reason) => Verdict::unrated(reason, text),
+        parse::single_level(criterion, text).map(|level| vec![Some(level)])
+    }]
+}
+
+impl LlmVerdictFunc {
+    /// The prompt of a group and its token budget (a function of the group alone).
+    fn prompt(&self, criterion: Criterion, group: &Group<'_>) -> (String, u32) {
+        if let [input] = group.inputs.as_slice() {
+            let parts = group.parts.first().copied().unwrap_or(0);
+            return (input.to_string(), max_tokens(criterion, parts));
+        }
+        let budget = group
+            .parts
+            .iter()
+            .map(|&parts| 16 + max_tokens(criterion, parts))
+            .sum();
+        (
+            self.prompts
+                .render_batch(criterion, group.report, &group.items),
+            budget,
+        )
     }
 }
 
@@ -112,51 +138,68 @@ impl AsyncScalarUDFImpl for LlmVerdictFunc {
 
     async fn invoke_async_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let args = ColumnarValue::values_to_arrays(&args.args)?;
-        if args.len() != 3 {
-            return exec_err!("judge_verdict(criterion, input, parts) takes 3 arguments");
-        }
-        let criteria = utf8_arg(&args, 0, self.name())?;
-        let prompts = utf8_arg(&args, 1, self.name())?;
-        let parts = cast(&args[2], &DataType::Int32)?;
-        let parts = parts.as_primitive::<Int32Type>();
-        let rows: Vec<(Option<Criterion>, usize)> = (0..args[0].len())
-            .map(|row| {
-                let count = if parts.is_valid(row) {
-                    parts.value(row).max(0) as usize
-                } else {
-                    0
-                };
-                (Criterion::from_key(string_at(&criteria, row)), count)
-            })
-            .collect();
-        let asked: Vec<Option<(String, u32)>> = rows
+        let groups = Groups::new(&args, self.name())?;
+        let groups: Vec<Group<'_>> = (0..groups.len()).map(|row| groups.group(row)).collect();
+        let asked: Vec<Option<(String, u32)>> = groups
             .iter()
-            .enumerate()
-            .map(|(row, (criterion, parts))| {
-                criterion.map(|c| (string_at(&prompts, row).to_string(), max_tokens(c, *parts)))
+            .map(|group| {
+                group
+                    .criterion
+                    .ok()
+                    .map(|criterion| self.prompt(criterion, group))
             })
             .collect();
         let answers = ask_each(&self.client, asked.clone()).await?;
         let mut unusable = Vec::new();
-        let mut verdicts = Vec::with_capacity(rows.len());
-        for (row, ((criterion, parts), answer)) in rows.iter().zip(answers).enumerate() {
-            let (Some(criterion), Some(answer)) = (criterion, answer) else {
-                verdicts.push(Verdict::unrated(
-                    format!("unknown criterion '{}'", string_at(&criteria, row)),
-                    "",
-                ));
-                continue;
+        let mut verdicts = Vec::with_capacity(groups.len());
+        for ((group, answer), asked) in groups.iter().zip(answers).zip(&asked) {
+            let items: Vec<Verdict> = match (group.criterion, answer) {
+                (Ok(_), Some(Err(reason))) => group
+                    .hashes
+                    .iter()
+                    .map(|_| Verdict::unrated(reason.clone(), ""))
+                    .collect(),
+                (Ok(criterion), Some(Ok(text))) => {
+                    let items: Vec<Verdict> = levels(criterion, group, &text)
+                        .into_iter()
+                        .map(|levels| match levels {
+                            Ok(levels) => Verdict {
+                                levels,
+                                explanation: text.clone(),
+                                error: None,
+                            },
+                            Err(reason) => Verdict::unrated(reason, text.clone()),
+                        })
+                        .collect();
+                    let reasons: Vec<&str> =
+                        items.iter().filter_map(|v| v.error.as_deref()).collect();
+                    if let (false, Some((prompt, max_tokens))) = (reasons.is_empty(), asked) {
+                        unusable.push((prompt.as_str(), *max_tokens, reasons.join("; ")));
+                    }
+                    items
+                }
+                _ => group
+                    .hashes
+                    .iter()
+                    .map(|_| {
+                        Verdict::unrated(
+                            format!("unknown criterion '{}'", criterion_name(group)),
+                            "",
+                        )
+                    })
+                    .collect(),
             };
-            let answered = answer.is_ok();
-            let verdict = verdict(*criterion, *parts, answer);
-            if let (true, Some(reason), Some((prompt, max_tokens))) =
-                (answered, &verdict.error, &asked[row])
-            {
-                unusable.push((prompt.as_str(), *max_tokens, reason.clone()));
-            }
-            verdicts.push(verdict);
+            verdicts.push(group.hashes.iter().copied().zip(items).collect());
         }
         reject_prompts(&self.client, unusable).await;
         Ok(ColumnarValue::Array(verdicts_array(&verdicts)))
+    }
+}
+
+/// The criterion name of `group` as given.
+fn criterion_name<'a>(group: &Group<'a>) -> &'a str {
+    match group.criterion {
+        Ok(criterion) => criterion.key(),
+        Err(name) => name,
     }
 }

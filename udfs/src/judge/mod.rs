@@ -3,9 +3,10 @@
 //! | function | what |
 //! |---|---|
 //! | `judge_requests(question_strategy, question, answers, report)` | per QA pair, the five criteria's inputs and content hashes |
-//! | `judge_verdict(criterion, input, parts)` | the verdict on one distinct input: heuristic ([`HeuristicVerdictFunc`]) or LLM ([`LlmVerdictFunc`]) |
+//! | `judge_verdicts(criterion, report, content_hashes, inputs, items, parts)` | the verdicts on a group of distinct inputs of one study and criterion: heuristic ([`HeuristicVerdictFunc`], each input on its own) or LLM ([`LlmVerdictFunc`], one call per group) |
 
 mod answers;
+mod group;
 mod heuristic_verdict;
 mod judge_requests;
 mod llm_verdict;
@@ -15,4 +16,4 @@ pub(crate) use answers::{Answers, text_at};
 pub use heuristic_verdict::HeuristicVerdictFunc;
 pub use judge_requests::{JudgeRequestsFunc, requests_type};
 pub use llm_verdict::LlmVerdictFunc;
-pub use verdict::verdict_type;
+pub use verdict::verdicts_type;

@@ -8,6 +8,20 @@ fn folder() -> &'static Path {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../prompts/judge"))
 }
 
+/// Copies the prompts folder `from` (with its `batch/` subfolder) into `to`.
+fn copy_folder(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("folder") {
+        let path = entry.expect("entry").path();
+        let target = to.join(path.file_name().expect("name"));
+        if path.is_dir() {
+            copy_folder(&path, &target);
+        } else {
+            std::fs::copy(&path, target).expect("copy");
+        }
+    }
+}
+
 fn item() -> QaItem<'static> {
     QaItem {
         strategy: "finding",
@@ -36,7 +50,7 @@ fn item() -> QaItem<'static> {
 fn the_folder_is_the_embedded_version() {
     let loaded = JudgePrompts::load(folder()).expect("loads");
     assert_eq!(loaded, JudgePrompts::embedded());
-    assert!(loaded.version().starts_with("1+"), "{}", loaded.version());
+    assert!(loaded.version().starts_with("2+"), "{}", loaded.version());
 }
 
 #[test]
@@ -69,10 +83,7 @@ fn prompts_carry_the_inputs_of_their_criterion() {
 #[test]
 fn an_edited_prompt_changes_the_version_and_its_criterion_hashes_only() {
     let dir = tempfile::tempdir().expect("tempdir");
-    for entry in std::fs::read_dir(folder()).expect("folder") {
-        let path = entry.expect("entry").path();
-        std::fs::copy(&path, dir.path().join(path.file_name().expect("name"))).expect("copy");
-    }
+    copy_folder(folder(), dir.path());
     let relevance = dir.path().join("relevance.md");
     let text = std::fs::read_to_string(&relevance).expect("read");
     std::fs::write(&relevance, text.replace("redundant", "repetitive")).expect("write");
@@ -82,6 +93,7 @@ fn an_edited_prompt_changes_the_version_and_its_criterion_hashes_only() {
     let judges = [original, edited].map(|prompts| Judge::Llm {
         model: "m".into(),
         prompts: prompts.into(),
+        batch: 1,
     });
     assert_ne!(
         judges[0].id(),
@@ -114,10 +126,7 @@ fn an_edited_prompt_changes_the_version_and_its_criterion_hashes_only() {
 #[test]
 fn broken_folders_name_the_file() {
     let dir = tempfile::tempdir().expect("tempdir");
-    for entry in std::fs::read_dir(folder()).expect("folder") {
-        let path = entry.expect("entry").path();
-        std::fs::copy(&path, dir.path().join(path.file_name().expect("name"))).expect("copy");
-    }
+    copy_folder(folder(), dir.path());
     let entailment = dir.path().join("entailment.md");
     let text = std::fs::read_to_string(&entailment).expect("read");
     std::fs::write(&entailment, text.replace("<REPORT>", "the report")).expect("write");
@@ -133,4 +142,63 @@ fn broken_folders_name_the_file() {
         .expect_err("missing file")
         .to_string();
     assert!(error.contains("judge.toml"), "{error}");
+}
+
+#[test]
+fn batched_prompts_show_the_report_once_and_number_the_items() {
+    let prompts = JudgePrompts::embedded();
+    let qa = item();
+    let mut other = item();
+    other.question = "Is there a pneumothorax?";
+    let blocks: Vec<String> = [&qa, &other]
+        .iter()
+        .map(|item| prompts.render_item(Criterion::Entailment, item))
+        .collect();
+    assert_eq!(
+        blocks[0],
+        "Question: Is there any evidence of pleural effusion?\nAnswer (2 sentences to rate):\n\
+         [01] Yes, there is evidence of pleural effusion.\n[02] Small left pleural effusion."
+    );
+    let refs: Vec<&str> = blocks.iter().map(String::as_str).collect();
+    let report = qa.report.expect("report");
+    let prompt = prompts.render_batch(Criterion::Entailment, report, &refs);
+    assert_eq!(
+        prompt
+            .matches("FINDINGS: Small left pleural effusion.")
+            .count(),
+        1
+    );
+    assert!(
+        prompt.contains("Item 1:\nQuestion: Is there any evidence"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("\n\nItem 2:\nQuestion: Is there a pneumothorax?"));
+    assert!(prompt.contains("Item 1 to Item 2"), "{prompt}");
+    assert!(
+        prompt.contains("ALIGNED_INFERABLE"),
+        "the paper's criteria text is kept"
+    );
+    // Clarity and relevance prompts carry no report.
+    let clarity = prompts.render_batch(
+        Criterion::QuestionClarity,
+        report,
+        &[&prompts.render_item(Criterion::QuestionClarity, &qa)],
+    );
+    assert!(!clarity.contains("FINDINGS"), "{clarity}");
+    assert!(clarity.contains("Item 1:\nQuestion (to rate): Is there any evidence"));
+
+    // A batched judge has its own id and content hashes; the single-item judge keeps its own.
+    let [single, batched] = [1, 8].map(|batch| Judge::Llm {
+        model: "m".into(),
+        prompts: prompts.clone().into(),
+        batch,
+    });
+    assert!(batched.id().ends_with("/batch-8"), "{}", batched.id());
+    assert!(!single.id().contains("batch"));
+    let [a, b] = [&single, &batched]
+        .map(|judge| judge.request(&judge.cache_id(), Criterion::Relevance, &qa));
+    assert_eq!(a.input, b.input, "the same item");
+    assert_ne!(a.content_hash, b.content_hash, "not the same measurement");
+    assert!(a.item.is_empty());
+    assert_eq!(b.item, prompts.render_item(Criterion::Relevance, &qa));
 }

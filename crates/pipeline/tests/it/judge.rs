@@ -175,11 +175,21 @@ async fn graded_source(lake: &Lake) -> u64 {
 }
 
 /// Answers the judge prompts: every part OPTIMAL/aligned, except that question clarity of a
-/// question naming a pneumothorax gets prose without a level.
+/// question naming a pneumothorax gets prose without a level. A batched prompt gets one
+/// `**Item N:**` block per item, the items in reverse order.
 pub(crate) fn judge_answer(prompt: &str) -> String {
+    if prompt.contains("# Several items") {
+        return batch_answer(prompt);
+    }
     let count: usize = last_between(prompt, "Rating (provide ", " ratings)")
         .parse()
         .unwrap_or(0);
+    let question = last_between(prompt, "Question (to rate):", "Rating (your task):");
+    rate(prompt, count, question)
+}
+
+/// The rating of one item of `prompt`'s criterion with `count` answer parts.
+fn rate(prompt: &str, count: usize, question: &str) -> String {
     let parts = |label: &str| {
         (1..=count)
             .map(|i| format!("- **[{i:02}]** {label}"))
@@ -201,11 +211,45 @@ pub(crate) fn judge_answer(prompt: &str) -> String {
     if prompt.contains("contains all the necessary information") {
         return "all facts are there -> FULLY_COMPLETE".into();
     }
-    let question = last_between(prompt, "Question (to rate):", "Rating (your task):");
     if question.contains("pneumothorax") {
         return "I would rather not say.".into();
     }
     "clear -> OPTIMAL".into()
+}
+
+/// The answer to a batched prompt: its `Item N:` blocks after `# Proceed`, rated in reverse.
+fn batch_answer(prompt: &str) -> String {
+    let items = prompt
+        .rsplit_once("# Proceed with the following")
+        .map_or("", |(_, items)| items);
+    let mut blocks: Vec<(usize, Vec<&str>)> = Vec::new();
+    for line in items.lines() {
+        if line.starts_with("Rating (one block per item") {
+            break;
+        }
+        let number = line
+            .strip_prefix("Item ")
+            .and_then(|rest| rest.strip_suffix(':'))
+            .and_then(|n| n.parse().ok());
+        match (number, blocks.last_mut()) {
+            (Some(n), _) => blocks.push((n, Vec::new())),
+            (None, Some((_, lines))) => lines.push(line),
+            (None, None) => {}
+        }
+    }
+    blocks
+        .iter()
+        .rev()
+        .map(|(n, lines)| {
+            let count = lines.iter().filter(|l| l.starts_with('[')).count();
+            let question = lines
+                .iter()
+                .find_map(|l| l.strip_prefix("Question (to rate):"))
+                .unwrap_or("");
+            format!("**Item {n}:**\n{}", rate(prompt, count, question))
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -243,6 +287,8 @@ async fn llm_judge_with_unparseable_answers() {
         ("llm_model", "judge-model"),
         ("judge", "llm"),
         ("llm_concurrency", "8"),
+        // One QA pair per call: `llm_judge_batches_calls` covers batched calls.
+        ("judge_batch", "1"),
     ];
     let judged = run_stage(&lake, "judge", &options).await;
     let questions = number(&lake, "SELECT count(*) FROM qa").await as usize;
@@ -273,7 +319,7 @@ async fn llm_judge_with_unparseable_answers() {
     assert!(
         graded
             .metric_text("judge")
-            .starts_with("llm:judge-model@judge-prompts-1+"),
+            .starts_with("llm:judge-model@judge-prompts-2+"),
         "{graded}"
     );
     assert_eq!(
@@ -329,6 +375,17 @@ async fn llm_judge_with_unparseable_answers() {
         )
         .await as usize,
         pneumothorax
+    );
+    // A plain `cxrlake run` plans the judge again while failed verdicts remain.
+    let plan = pipeline(&lake, &options)
+        .await
+        .plan(false)
+        .await
+        .expect("plan");
+    let lines = plan.stage("judge").expect("judge").lines(None).join(" ");
+    assert!(
+        lines.contains(&format!("{pneumothorax} failed verdicts are asked again")),
+        "{lines}"
     );
 }
 
@@ -428,13 +485,16 @@ async fn llm_fault_matrix() {
                 assert_eq!(server.answers(), before, "a refusal is replayed, not sent");
             }
         }
-        eprintln!("fault {name}: {:.1} s", started.elapsed().as_secs_f64());
+        note(&format!(
+            "fault {name}: {:.1} s",
+            started.elapsed().as_secs_f64()
+        ));
     }
-    eprintln!(
+    note(&format!(
         "LLM fault matrix: {survived}/{} faults survived, {recovered} recovered on a rerun \
          (400 replayed as designed)",
         faults.len()
-    );
+    ));
     assert_eq!((survived, recovered), (faults.len(), faults.len() - 1));
 
     // Grading with a judge that has no verdicts (a mistyped model) is refused before any write.
@@ -452,4 +512,147 @@ async fn llm_fault_matrix() {
         "names the judges there: {error}"
     );
     assert_eq!(lake.table("qa").await.expect("qa").version(), qa);
+}
+
+/// `criterion|levels|usable` of every verdict of `judge_like`, sorted.
+async fn levels_of(lake: &Lake, judge_like: &str) -> Vec<String> {
+    strings(
+        lake,
+        &format!(
+            "SELECT criterion || '|' || coalesce(array_to_string(levels, ','), '') || '|' || \
+             CAST(error IS NULL AS VARCHAR) AS line FROM qa_judgements \
+             WHERE judge LIKE '{judge_like}' ORDER BY line"
+        ),
+    )
+    .await
+}
+
+/// Batched LLM judge calls: the default `judge_batch` sends at most 20 % of the paper's naive
+/// 5 calls per QA pair, gives the verdicts and ratings of single-item calls, and an item it
+/// cannot read fails alone and is asked again by the next run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn llm_judge_batches_calls() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (lake, _) = qa_lake(dir.path(), 6, 11).await;
+    let server = ExtractionServer::start_answering(judge_answer, Duration::ZERO, usize::MAX).await;
+    let endpoint = server.endpoint();
+    let options = |model: &'static str, batch: &'static str| {
+        vec![
+            ("llm_endpoint", endpoint.clone()),
+            ("llm_model", model.to_string()),
+            ("judge", "llm".to_string()),
+            ("llm_concurrency", "8".to_string()),
+            ("judge_batch", batch.to_string()),
+        ]
+    };
+    let questions = number(&lake, "SELECT count(*) FROM qa").await as usize;
+    let mut measured = Vec::new();
+    let mut ratings = Vec::new();
+    for (model, batch) in [("single", "1"), ("batched", "8")] {
+        let owned = options(model, batch);
+        let settings: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let plan = pipeline(&lake, &settings)
+            .await
+            .run_stage("judge", RunMode::CountOnly)
+            .await
+            .expect("plan");
+        let before = server.answers();
+        let judged = run_stage(&lake, "judge", &settings).await;
+        let calls = server.answers() - before;
+        assert_eq!(judged.metric("calls") as usize, calls, "{judged}");
+        assert_eq!(plan.metric("calls"), judged.metric("calls"), "{plan}");
+        let naive = 5 * questions;
+        note(&format!(
+            "judge_batch {batch}: {questions} QA pairs, {} distinct inputs, {calls} calls \
+             ({:.1} % of {naive} naive, {:.2} per QA pair), {:.0} prompt + {:.0} completion \
+             tokens per QA pair",
+            judged.metric("judged"),
+            100.0 * calls as f64 / naive as f64,
+            calls as f64 / questions as f64,
+            judged.metric("llm_prompt_tokens") as f64 / questions as f64,
+            judged.metric("llm_completion_tokens") as f64 / questions as f64,
+        ));
+        measured.push(calls);
+        // The calls are the judge's, in llm_calls under its prompt version.
+        let commit = lake
+            .history("llm_calls", Some(1))
+            .await
+            .expect("history")
+            .remove(0);
+        assert_eq!(commit.stage.expect("stage commit").stage, "judge");
+        let id = judged.metric_text("judge");
+        assert_eq!(id.ends_with("/batch-8"), batch == "8", "{id}");
+        assert!(
+            number(
+                &lake,
+                &format!("SELECT count(*) FROM llm_calls WHERE prompt_version = 'judge-{id}'")
+            )
+            .await
+                > 0
+        );
+        run_stage(&lake, "grade", &settings).await;
+        ratings.push(
+            strings(
+                &lake,
+                "SELECT question_id || '|' || rating AS line FROM qa ORDER BY line",
+            )
+            .await,
+        );
+    }
+    let naive = 5 * questions;
+    assert!(
+        measured[1] * 5 <= naive,
+        "{} calls for {naive} naive ones",
+        measured[1]
+    );
+    assert!(measured[1] < measured[0]);
+    assert_eq!(
+        levels_of(&lake, "llm:single@%").await,
+        levels_of(&lake, "llm:batched@%").await,
+        "batched verdicts equal single-item ones"
+    );
+    assert_eq!(ratings[0], ratings[1], "and so do the ratings");
+
+    // The unreadable items (question clarity of pneumothorax questions) failed alone, and only
+    // they are asked again; their groups' answers are not replayed from llm_calls.
+    let pneumothorax = number(
+        &lake,
+        "SELECT count(DISTINCT question) FROM qa WHERE question LIKE '%pneumothorax%'",
+    )
+    .await;
+    assert!(pneumothorax > 0);
+    let failed = |judge: &'static str| {
+        let lake = lake.clone();
+        async move {
+            number(
+                &lake,
+                &format!(
+                    "SELECT count(*) FROM qa_judgements WHERE judge LIKE '{judge}' \
+                     AND error IS NOT NULL"
+                ),
+            )
+            .await
+        }
+    };
+    assert_eq!(failed("llm:batched@%").await, pneumothorax);
+    let owned = options("batched", "8");
+    let settings: Vec<(&str, &str)> = owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let rows = number(&lake, "SELECT count(*) FROM qa_judgements").await;
+    let before = server.answers();
+    let again = run_stage(&lake, "judge", &settings).await;
+    assert_eq!(again.metric("judged") as i64, pneumothorax, "{again}");
+    assert_eq!(server.answers() - before, again.metric("calls") as usize);
+    assert_eq!(again.metric("unusable") as i64, pneumothorax, "{again}");
+    assert_eq!(failed("llm:batched@%").await, pneumothorax);
+    assert_eq!(
+        number(&lake, "SELECT count(*) FROM qa_judgements").await,
+        rows,
+        "failed rows replaced, not duplicated"
+    );
+}
+
+/// A line for whoever runs the test (measurements), on stderr.
+fn note(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
