@@ -17,30 +17,30 @@ pub(crate) const BATCH_ROWS: usize = 256;
 /// spent budget or a broken cache fails the query, since re-running resumes it.
 pub(crate) async fn ask(
     client: &LlmClient,
-    prompts: Vec<Option<String>>,
+    prompts: &[Option<String>],
     max_tokens: u32,
 ) -> Result<Vec<Option<Result<String, String>>>> {
-    let prompts = prompts
-        .into_iter()
-        .map(|prompt| prompt.map(|p| (p, max_tokens)))
+    let prompts: Vec<Option<(&str, u32)>> = prompts
+        .iter()
+        .map(|prompt| prompt.as_deref().map(|p| (p, max_tokens)))
         .collect();
-    ask_each(client, prompts).await
+    ask_each(client, &prompts).await
 }
 
 /// Like [`ask`], with a token budget per prompt. The budget is part of the cached request, so it
 /// must depend on the row alone, never on the batch it happens to be in.
-pub(crate) async fn ask_each(
+pub(crate) async fn ask_each<P: AsRef<str>>(
     client: &LlmClient,
-    prompts: Vec<Option<(String, u32)>>,
+    prompts: &[Option<(P, u32)>],
 ) -> Result<Vec<Option<Result<String, String>>>> {
     let requests: Vec<LlmRequest> = prompts
         .iter()
         .flatten()
-        .map(|(prompt, max_tokens)| prompt_request(prompt, *max_tokens))
+        .map(|(prompt, max_tokens)| prompt_request(prompt.as_ref(), *max_tokens))
         .collect();
     let mut answers = complete(client, &requests).await?.into_iter();
     let mut out = Vec::with_capacity(prompts.len());
-    for prompt in &prompts {
+    for prompt in prompts {
         if prompt.is_none() {
             out.push(None);
             continue;

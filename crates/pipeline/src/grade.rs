@@ -128,9 +128,17 @@ pub fn ratings(report: &StageReport) -> Vec<(String, usize)> {
 async fn refuse_unknown_judge(pipeline: &Pipeline, id: &str) -> Result<()> {
     let ctx = pipeline.lake().session().await?;
     let quoted = id.replace('\'', "''");
-    let sql = format!("SELECT count(*) FROM qa_judgements WHERE judge = '{quoted}'");
+    let sql = format!(
+        "SELECT count(*) FROM (SELECT 1 FROM qa_judgements WHERE judge = '{quoted}' LIMIT 1)"
+    );
     if count(&ctx, "grade", &sql).await? > 0
-        || count(&ctx, "grade", "SELECT count(*) FROM qa").await? == 0
+        || count(
+            &ctx,
+            "grade",
+            "SELECT count(*) FROM (SELECT 1 FROM qa LIMIT 1)",
+        )
+        .await?
+            == 0
     {
         return Ok(());
     }

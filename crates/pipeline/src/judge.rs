@@ -26,8 +26,8 @@ use async_trait::async_trait;
 use cxrlake_judge::Judge as JudgeKind;
 use cxrlake_llm::LlmClient;
 use cxrlake_udfs::judge::{HeuristicVerdictFunc, JudgeRequestsFunc, LlmVerdictFunc};
-use datafusion::arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
-use datafusion::arrow::compute::{cast, filter_record_batch};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray};
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::logical_expr::async_udf::AsyncScalarUDF;
@@ -98,13 +98,8 @@ impl Stage for Judge {
         if pipeline.config().judge != "llm" || plan.scope.is_all() {
             return Ok(());
         }
-        let id = pipeline.judge()?.id().replace('\'', "''");
         let ctx = pipeline.lake().session().await?;
-        let sql = format!(
-            "SELECT count(*) FROM (SELECT content_hash FROM {TABLE} WHERE judge = '{id}' \
-             GROUP BY content_hash HAVING bool_and(error IS NOT NULL))"
-        );
-        let failed = count(&ctx, "judge", &sql).await?;
+        let failed = failed_hashes(&ctx, &pipeline.judge()?.id()).await?.len();
         if failed > 0 {
             plan.all(format!("{failed} failed verdicts are asked again"));
         }
@@ -133,7 +128,7 @@ impl Stage for Judge {
         let batch = judge.batch() as i64;
         let ctx = pipeline.lake().session().await?;
         let judged = Judged::read(&ctx).await?;
-        let failed = failed_hashes(&ctx).await?;
+        let failed = failed_hashes(&ctx, &id).await?;
         Ok(Prepared::new(
             vec![requests, verdict],
             vec![
@@ -224,44 +219,61 @@ impl Judged {
         Ok(())
     }
 
-    /// Adds the hashes of `verdicts` (rows of `qa_judgements`) that have no error.
-    fn add(&mut self, verdicts: &[RecordBatch]) -> Result<()> {
-        for batch in verdicts {
-            let (Some(hashes), Some(errors)) = (
-                batch.column_by_name("content_hash"),
-                batch.column_by_name("error"),
-            ) else {
-                continue;
-            };
-            let errors = cast(errors, &DataType::Utf8)
-                .map_err(|e| PipelineError::query("judge", e.into()))?;
-            let ok: BooleanArray = errors
-                .as_string::<i32>()
-                .iter()
-                .map(|e| Some(e.is_none()))
-                .collect();
-            let hashes = RecordBatch::try_new(
-                Arc::new(Schema::new(vec![Field::new(
-                    "h",
-                    hashes.data_type().clone(),
-                    true,
-                )])),
-                vec![Arc::clone(hashes)],
-            )
-            .and_then(|b| filter_record_batch(&b, &ok))
-            .map_err(|e| PipelineError::query("judge", e.into()))?;
-            self.push(hashes.column(0))?;
-        }
-        Ok(())
+    /// Adds the hashes of `verdicts` that have no error.
+    fn add(&mut self, verdicts: &[Outcome]) -> Result<()> {
+        let ok: StringArray = verdicts
+            .iter()
+            .filter(|v| !v.failed)
+            .map(|v| Some(v.hash.as_str()))
+            .collect();
+        self.push(&(Arc::new(ok) as Arc<dyn Array>))
     }
 }
 
-/// The content hashes whose only verdicts failed (error set): asked again by this run, and their
-/// failed rows replaced by the new verdict, so a hash has one row however often it is retried.
-async fn failed_hashes(ctx: &SessionContext) -> Result<HashSet<String>> {
+/// A written verdict: its content hash and whether it failed.
+struct Outcome {
+    hash: String,
+    failed: bool,
+}
+
+/// The outcome of each row of `verdicts` (rows of `qa_judgements`).
+fn outcomes(verdicts: &[RecordBatch]) -> Result<Vec<Outcome>> {
+    let utf8 = |column: &Arc<dyn Array>| {
+        cast(column, &DataType::Utf8).map_err(|e| PipelineError::query("judge", e.into()))
+    };
+    let mut out = Vec::new();
+    for batch in verdicts {
+        let (Some(hashes), Some(errors)) = (
+            batch.column_by_name("content_hash"),
+            batch.column_by_name("error"),
+        ) else {
+            continue;
+        };
+        let (hashes, errors) = (utf8(hashes)?, utf8(errors)?);
+        for (hash, error) in hashes
+            .as_string::<i32>()
+            .iter()
+            .zip(errors.as_string::<i32>())
+        {
+            if let Some(hash) = hash {
+                out.push(Outcome {
+                    hash: hash.to_string(),
+                    failed: error.is_some(),
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The content hashes of `judge` whose only verdicts failed (error set): asked again by the next
+/// run, and their failed rows replaced by the new verdict, so a hash has one row however often it
+/// is retried.
+async fn failed_hashes(ctx: &SessionContext, judge: &str) -> Result<HashSet<String>> {
+    let judge = judge.replace('\'', "''");
     let sql = format!(
-        "SELECT DISTINCT content_hash FROM {TABLE} WHERE error IS NOT NULL \
-         EXCEPT SELECT content_hash FROM {TABLE} WHERE error IS NULL"
+        "SELECT content_hash FROM {TABLE} WHERE judge = '{judge}' \
+         GROUP BY content_hash HAVING bool_and(error IS NOT NULL)"
     );
     let batches = collect(ctx, "judge", &sql).await?;
     Ok(first_column_strings("judge", &batches)?
@@ -292,35 +304,14 @@ impl JudgeHooks {
     /// `content_hash IN (every hash written)` (all new rows match it; the old rows it matches are
     /// the failed ones, a hash judged without error is never asked again). The hashes failing
     /// now join `failed`.
-    fn retried(&mut self, verdicts: &[RecordBatch]) -> Option<Expr> {
-        let mut written = Vec::new();
-        let mut retried = false;
-        for batch in verdicts {
-            let (Some(hashes), Some(errors)) = (
-                batch.column_by_name("content_hash"),
-                batch.column_by_name("error"),
-            ) else {
-                continue;
-            };
-            let (Ok(hashes), Ok(errors)) =
-                (cast(hashes, &DataType::Utf8), cast(errors, &DataType::Utf8))
-            else {
-                continue;
-            };
-            for (hash, error) in hashes
-                .as_string::<i32>()
-                .iter()
-                .zip(errors.as_string::<i32>())
-            {
-                let Some(hash) = hash else { continue };
-                retried |= self.failed.contains(hash);
-                written.push(hash.to_string());
-                if error.is_some() {
-                    self.failed.insert(hash.to_string());
-                }
-            }
-        }
-        retried.then(|| col("content_hash").in_list(written.into_iter().map(lit).collect(), false))
+    fn retried(&mut self, verdicts: &[Outcome]) -> Option<Expr> {
+        let retried = verdicts.iter().any(|v| self.failed.contains(&v.hash));
+        self.failed
+            .extend(verdicts.iter().filter(|v| v.failed).map(|v| v.hash.clone()));
+        retried.then(|| {
+            let written = verdicts.iter().map(|v| lit(v.hash.as_str())).collect();
+            col("content_hash").in_list(written, false)
+        })
     }
 }
 
@@ -366,8 +357,9 @@ impl RunHooks for JudgeHooks {
                     .filter_map(|b| b.column_by_name("error"))
                     .map(|e| e.len() - e.null_count())
                     .sum::<usize>();
-                self.judged.add(batches)?;
-                self.replaces = self.retried(batches);
+                let outcomes = outcomes(batches)?;
+                self.judged.add(&outcomes)?;
+                self.replaces = self.retried(&outcomes);
             }
             _ => {}
         }

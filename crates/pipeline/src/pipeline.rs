@@ -405,7 +405,7 @@ impl Pipeline {
     /// them with `full`); `observe` sees each stage as it ends.
     pub async fn run(&self, full: bool, observe: &mut dyn FnMut(&StagePlan)) -> Result<Plan> {
         let mut names = self.stage_names();
-        if self.is_imported().await {
+        if self.imported("scene_graphs").await {
             // A lake imported from the release: only the flavours' stages can run.
             names = self.flavour_stages_over_import(&names).await?;
         }
@@ -416,10 +416,10 @@ impl Pipeline {
         incremental::run(self, full, &names, observe).await
     }
 
-    /// Whether `scene_graphs` holds a release imported with `cxrlake import release`.
-    async fn is_imported(&self) -> bool {
+    /// Whether `table`'s newest commit is a release imported with `cxrlake import release`.
+    async fn imported(&self, table: &str) -> bool {
         self.lake
-            .history("scene_graphs", Some(1))
+            .history(table, Some(1))
             .await
             .ok()
             .and_then(|mut commits| commits.pop())
@@ -479,15 +479,7 @@ impl Pipeline {
     async fn refuse_over_import(&self, stages: &[&'static str]) -> Result<()> {
         for name in stages {
             for table in self.stage(name)?.def().outputs {
-                let imported = self
-                    .lake
-                    .history(table, Some(1))
-                    .await
-                    .ok()
-                    .and_then(|mut commits| commits.pop())
-                    .and_then(|commit| commit.stage)
-                    .is_some_and(|commit| commit.stage == "import");
-                if imported && *table != "quarantine" {
+                if *table != "quarantine" && self.imported(table).await {
                     return Err(PipelineError::Config(format!(
                         "{table} holds a release imported with `cxrlake import release`; stage \
                          {name} would rebuild it from the MIMIC-CXR sources, which this lake does \

@@ -104,7 +104,7 @@ pub(crate) async fn ask_parsed<T: Default, E: ToString>(
     max_tokens: u32,
     parse: impl Fn(&str) -> Result<T, E>,
 ) -> datafusion::common::Result<Vec<(T, Failure)>> {
-    let answers = ask(client, prompts.clone(), max_tokens).await?;
+    let answers = ask(client, &prompts, max_tokens).await?;
     let mut unusable = Vec::new();
     let mut rows = Vec::with_capacity(answers.len());
     for (prompt, answer) in prompts.iter().zip(answers) {

@@ -149,7 +149,7 @@ impl AsyncScalarUDFImpl for LlmVerdictFunc {
                     .map(|criterion| self.prompt(criterion, group))
             })
             .collect();
-        let answers = ask_each(&self.client, asked.clone()).await?;
+        let answers = ask_each(&self.client, &asked).await?;
         let mut unusable = Vec::new();
         let mut verdicts = Vec::with_capacity(groups.len());
         for ((group, answer), asked) in groups.iter().zip(answers).zip(&asked) {
