@@ -11,6 +11,7 @@ use cxrlake_lake::{Lake, Settings};
 use tracing_subscriber::EnvFilter;
 
 use crate::error::{CliError, Result};
+use crate::folders::{Input, Output};
 use crate::output::{Format, write_batches, write_parquet};
 use crate::refdefs::RefdefsCommand;
 use cxrlake_report::STATS;
@@ -411,21 +412,6 @@ impl ExportCommand {
     }
 }
 
-/// `path` when it is a local folder: an object-store URL (`s3://…`) would become a local folder
-/// named `s3:`.
-fn local_folder(path: &std::path::Path) -> Result<()> {
-    let text = path.to_string_lossy();
-    match text.split_once("://") {
-        Some((scheme, _)) if !scheme.is_empty() && !scheme.contains('/') => {
-            Err(CliError::Usage(format!(
-                "--out {text}: exports are written to a local folder; write there, then copy it \
-                 to {scheme}:// with the store's own tools"
-            )))
-        }
-        _ => Ok(()),
-    }
-}
-
 /// `cxrlake export gemex --format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum GemexFormatArg {
@@ -588,7 +574,17 @@ impl Cli {
                 strict,
                 chunk_studies,
             } => {
-                let options = cxrlake_ingest::IngestOptions::new(inputs.clone())
+                let mut fetched = Vec::with_capacity(inputs.len());
+                for input in inputs {
+                    fetched.push(Input::fetch(input, &lake, out).await?);
+                }
+                let local = fetched.iter().map(|i| i.path().to_path_buf()).collect();
+                let names = fetched
+                    .iter()
+                    .map(|i| i.url().map(str::to_string))
+                    .collect();
+                let options = cxrlake_ingest::IngestOptions::new(local)
+                    .with_names(names)
                     .with_strict(*strict)
                     .with_progress(!self.quiet)
                     .with_chunk_studies(*chunk_studies);
@@ -725,10 +721,11 @@ impl Cli {
             }
             Command::Report { out: dir } => {
                 lake.require_initialized().await?;
-                local_folder(dir)?;
-                let report = cxrlake_report::Report::new(dir.clone());
+                let folder = Output::open(dir, &lake).await?;
+                let report = cxrlake_report::Report::new(folder.path());
                 let summary = cxrlake_report::write_report(&lake, &report).await?;
-                say(out, format_args!("{summary}"))
+                say(out, format_args!("{summary}"))?;
+                folder.finish(out).await
             }
             Command::Synth {
                 studies,
@@ -760,7 +757,8 @@ impl Cli {
                     },
             } => {
                 lake.init().await?;
-                let import = cxrlake_export::ReleaseImport::new(path.clone())
+                let input = Input::fetch(path, &lake, out).await?;
+                let import = cxrlake_export::ReleaseImport::new(input.path().to_path_buf())
                     .with_chunk_studies(*chunk_studies);
                 let summary = cxrlake_export::import_release(&lake, &import).await?;
                 say(out, format_args!("{summary}"))?;
@@ -774,26 +772,27 @@ impl Cli {
             }
             Command::Export { what } => {
                 lake.require_initialized().await?;
-                local_folder(what.out())?;
+                let folder = Output::open(what.out(), &lake).await?;
+                let dir = &folder.path();
                 match what {
-                    ExportCommand::SceneGraphs { out: dir, filter } => {
+                    ExportCommand::SceneGraphs { out: _, filter } => {
                         let mut export = cxrlake_export::SceneGraphExport::new(dir.clone());
                         if let Some(filter) = filter {
                             export = export.with_filter(filter.clone());
                         }
                         let summary = cxrlake_export::export_scene_graphs(&lake, &export).await?;
-                        say(out, format_args!("{summary}"))
+                        say(out, format_args!("{summary}"))?;
                     }
-                    ExportCommand::Qa { out: dir, filter } => {
+                    ExportCommand::Qa { out: _, filter } => {
                         let mut export = cxrlake_export::QaExport::new(dir.clone());
                         if let Some(filter) = filter {
                             export = export.with_filter(filter.clone());
                         }
                         let summary = cxrlake_export::export_qa(&lake, &export).await?;
-                        say(out, format_args!("{summary}"))
+                        say(out, format_args!("{summary}"))?;
                     }
                     ExportCommand::Release {
-                        out: dir,
+                        out: _,
                         subset,
                         filter,
                         split,
@@ -816,10 +815,10 @@ impl Cli {
                             export = export.with_dataset_info(defs.dataset_info());
                         }
                         let summary = cxrlake_export::export_release(&lake, &export).await?;
-                        say(out, format_args!("{summary}"))
+                        say(out, format_args!("{summary}"))?;
                     }
                     ExportCommand::Gemex {
-                        out: dir,
+                        out: _,
                         filter,
                         format,
                     } => {
@@ -829,9 +828,9 @@ impl Cli {
                             export = export.with_filter(filter.clone());
                         }
                         let summary = cxrlake_export::export_gemex(&lake, &export).await?;
-                        say(out, format_args!("{summary}"))
+                        say(out, format_args!("{summary}"))?;
                     }
-                    ExportCommand::MimicCxrVqa { out: dir, filter } => {
+                    ExportCommand::MimicCxrVqa { out: _, filter } => {
                         let bank = mimic_cxr_vqa_bank(&lake)?;
                         let mut export =
                             cxrlake_export::MimicVqaExport::new(dir.clone(), bank.dataset_id());
@@ -839,18 +838,18 @@ impl Cli {
                             export = export.with_filter(filter.clone());
                         }
                         let summary = cxrlake_export::export_mimic_cxr_vqa(&lake, &export).await?;
-                        say(out, format_args!("{summary}"))
+                        say(out, format_args!("{summary}"))?;
                     }
-                    ExportCommand::Rexvqa { out: dir, filter } => {
+                    ExportCommand::Rexvqa { out: _, filter } => {
                         let mut export = cxrlake_export::RexvqaExport::new(dir.clone());
                         if let Some(filter) = filter {
                             export = export.with_filter(filter.clone());
                         }
                         let summary = cxrlake_export::export_rexvqa(&lake, &export).await?;
-                        say(out, format_args!("{summary}"))
+                        say(out, format_args!("{summary}"))?;
                     }
                     ExportCommand::Givcxr {
-                        out: dir,
+                        out: _,
                         filter,
                         sample,
                         seed,
@@ -863,9 +862,10 @@ impl Cli {
                             export = export.with_sample(*pairs, *seed);
                         }
                         let summary = cxrlake_export::export_givcxr(&lake, &export).await?;
-                        say(out, format_args!("{summary}"))
+                        say(out, format_args!("{summary}"))?;
                     }
                 }
+                folder.finish(out).await
             }
             Command::Demo(options) => demo(&lake, options, !self.quiet, out).await,
         }

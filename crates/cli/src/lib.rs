@@ -4,5 +4,6 @@
 pub mod cli;
 pub mod error;
 pub mod evaluate;
+mod folders;
 pub mod output;
 pub mod refdefs;

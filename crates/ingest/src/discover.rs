@@ -120,6 +120,20 @@ pub struct Discovered {
     pub fingerprint: Value,
 }
 
+impl Discovered {
+    /// Names the inputs in the fingerprint by `names` (in input order) where given.
+    pub fn rename_inputs(&mut self, names: &[Option<String>]) {
+        let Some(Value::Array(inputs)) = self.fingerprint.get_mut("inputs") else {
+            return;
+        };
+        for (input, name) in inputs.iter_mut().zip(names) {
+            if let (Some(name), Some(object)) = (name, input.as_object_mut()) {
+                object.insert("path".into(), Value::from(name.as_str()));
+            }
+        }
+    }
+}
+
 /// Walks `inputs` (folders, files, zip archives).
 pub fn discover(inputs: &[PathBuf]) -> Result<Discovered> {
     if inputs.is_empty() {

@@ -63,6 +63,9 @@ pub struct IngestOptions {
     pub progress: bool,
     /// Studies (report, scene-graph or CXAS files) per chunk: bounds memory and commit size.
     pub chunk_studies: usize,
+    /// How the commit's input fingerprint names each input, when not by its path (an
+    /// `s3://` URL whose objects were copied to a local folder first).
+    pub names: Vec<Option<String>>,
 }
 
 impl IngestOptions {
@@ -73,7 +76,14 @@ impl IngestOptions {
             strict: false,
             progress: false,
             chunk_studies: 10_000,
+            names: Vec::new(),
         }
+    }
+
+    /// Names the inputs in the commit's fingerprint (`None`: by its path), in input order.
+    pub fn with_names(mut self, names: Vec<Option<String>>) -> Self {
+        self.names = names;
+        self
     }
 
     /// Sets strict mode.
@@ -109,7 +119,8 @@ pub async fn ingest(lake: &Lake, options: &IngestOptions) -> Result<IngestSummar
 async fn run_ingest(lake: &Lake, options: &IngestOptions) -> Result<IngestSummary> {
     let started = Instant::now();
     lake.require_initialized().await?;
-    let found = discover::discover(&options.inputs)?;
+    let mut found = discover::discover(&options.inputs)?;
+    found.rename_inputs(&options.names);
     tracing::info!(
         files = found.files.len(),
         skipped = found.skipped,

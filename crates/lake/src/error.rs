@@ -101,6 +101,17 @@ pub enum LakeError {
         /// Underlying Delta error.
         source: Box<deltalake::DeltaTableError>,
     },
+    /// An object store refused or could not serve a location (missing bucket, refused
+    /// credentials, unreachable endpoint, a copy that failed).
+    #[error("{url}: {problem}; {hint}")]
+    Storage {
+        /// The location.
+        url: String,
+        /// What went wrong.
+        problem: String,
+        /// What to do.
+        hint: String,
+    },
     /// An object-store operation failed.
     #[error("object store: {0}")]
     ObjectStore(#[from] object_store::Error),

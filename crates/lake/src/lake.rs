@@ -185,8 +185,17 @@ impl Lake {
                 }
                 Ok(Some(marker))
             }
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(err) => Err(err.into()),
+            // A missing bucket is "not found" too, but no `cxrlake init` would help there.
+            Err(object_store::Error::NotFound { .. }) => {
+                if !matches!(self.root.scheme(), "file" | "memory") {
+                    let mut listing = self.store.list(Some(&self.root_path));
+                    if let Some(Err(err)) = futures::StreamExt::next(&mut listing).await {
+                        return Err(crate::transfer::storage_error(&self.root, err));
+                    }
+                }
+                Ok(None)
+            }
+            Err(err) => Err(crate::transfer::storage_error(&self.root, err)),
         }
     }
 

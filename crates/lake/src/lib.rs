@@ -19,6 +19,7 @@ mod quarantine;
 mod read;
 mod replace;
 pub mod store;
+pub mod transfer;
 mod vacuum;
 
 pub use commit::{CommitRecord, StageCommit};

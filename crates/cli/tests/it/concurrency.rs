@@ -24,10 +24,10 @@
 #![allow(clippy::print_stdout)]
 
 use std::collections::BTreeMap;
-use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
+use crate::snapshot::Snapshot;
 use crate::{cxrlake, ok};
 
 /// Studies in the synthetic corpus: small, so a debug run takes seconds.
@@ -106,111 +106,6 @@ fn empty_lake_and_corpus(dir: &Path, seed: &str) -> (PathBuf, PathBuf) {
         ],
     ));
     (lake, corpus)
-}
-
-/// One table as `cxrlake tables` lists it, with a digest of its rows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct TableState {
-    version: String,
-    rows: u64,
-    stage: String,
-    /// The fingerprint without its `run` key.
-    fingerprint: String,
-    /// Order-independent hash of the rows (sorted serialized rows), 0 for an empty table.
-    content: u64,
-}
-
-/// Every table of a lake, and the number of `runs` rows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Snapshot {
-    tables: BTreeMap<String, TableState>,
-    runs: u64,
-}
-
-impl Snapshot {
-    fn of(lake: &Path) -> Snapshot {
-        let listing = ok(cxrlake(lake, &["tables"]));
-        let mut tables = BTreeMap::new();
-        let mut runs = 0;
-        for line in listing.lines().skip(1) {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            let [name, version, rows, stage, ..] = fields[..] else {
-                panic!("a `cxrlake tables` line: {line:?}");
-            };
-            let rows: u64 = rows.parse().expect("row count");
-            let mut fingerprint: serde_json::Value =
-                serde_json::from_str(&fields[4..].join(" ")).expect("fingerprint json");
-            if let Some(object) = fingerprint.as_object_mut() {
-                object.remove("run");
-            }
-            let mut state = TableState {
-                version: version.to_string(),
-                rows,
-                stage: stage.to_string(),
-                fingerprint: fingerprint.to_string(),
-                content: if rows == 0 { 0 } else { digest(lake, name) },
-            };
-            if name == "runs" {
-                // One row per successful run: counted apart, compared as distinct rows.
-                runs = rows;
-                state.version = String::new();
-                state.rows = 0;
-            }
-            tables.insert(name.to_string(), state);
-        }
-        assert!(tables.contains_key("qa"), "{listing}");
-        Snapshot { tables, runs }
-    }
-
-    fn rows(&self, table: &str) -> u64 {
-        self.tables.get(table).map_or(0, |t| t.rows)
-    }
-
-    /// The rows alone (row counts and digests): what a further run converges to, whatever
-    /// commits led there.
-    fn content(&self) -> BTreeMap<&str, (u64, u64)> {
-        self.tables
-            .iter()
-            .map(|(name, t)| (name.as_str(), (t.rows, t.content)))
-            .collect()
-    }
-}
-
-/// The order-independent digest of table `table`'s rows, without the columns that differ
-/// between runs (see the module's documentation).
-fn digest(lake: &Path, table: &str) -> u64 {
-    let json = ok(cxrlake(
-        lake,
-        &["sql", "--format", "json", &format!("SELECT * FROM {table}")],
-    ));
-    let rows: Vec<serde_json::Value> = serde_json::from_str(&json).expect("json rows");
-    let mut lines: Vec<String> = rows
-        .into_iter()
-        .map(|mut row| {
-            if table == "runs"
-                && let Some(object) = row.as_object_mut()
-            {
-                object.remove("run_id");
-                object.remove("started_at");
-                if let Some(serde_json::Value::Array(settings)) = object.get_mut("settings") {
-                    settings.retain(|s| s.get("key").and_then(|k| k.as_str()) != Some("lake"));
-                    for setting in settings.iter_mut() {
-                        if let Some(setting) = setting.as_object_mut() {
-                            setting.remove("source");
-                        }
-                    }
-                }
-            }
-            row.to_string()
-        })
-        .collect();
-    lines.sort();
-    if table == "runs" {
-        lines.dedup();
-    }
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    lines.hash(&mut hasher);
-    hasher.finish()
 }
 
 /// Fails with the tables that differ between `got` and `want`.

@@ -5,6 +5,8 @@ mod interop;
 mod kill_matrix;
 mod release;
 mod report;
+mod s3;
+mod snapshot;
 
 /// Runs the built `cxrlake` binary on the lake at `lake` with `args`, as a user would.
 pub(crate) fn cxrlake(lake: &std::path::Path, args: &[&str]) -> std::process::Output {
