@@ -96,22 +96,12 @@ impl RemoteFolder {
     pub async fn upload(&self, local: &LocalPath) -> Result<Copied> {
         self.check().await?;
         let files = local_files(local)?;
-        let copied = futures::stream::iter(files)
-            .map(|(relative, size)| async move {
-                let source = local.join(&relative);
-                let target = self.key(&relative);
-                self.upload_file(&source, &target).await?;
-                Ok::<_, LakeError>(size)
-            })
-            .buffer_unordered(PARALLEL_COPIES)
-            .try_fold(Copied::default(), |total, size| async move {
-                Ok(Copied {
-                    files: total.files + 1,
-                    bytes: total.bytes + size,
-                })
-            })
-            .await?;
-        Ok(copied)
+        copy_each(files, |(relative, size)| async move {
+            let source = local.join(&relative);
+            self.upload_file(&source, &self.key(&relative)).await?;
+            Ok(size)
+        })
+        .await
     }
 
     /// Copies every object under this folder into the local folder `local`, keeping relative
@@ -151,25 +141,17 @@ impl RemoteFolder {
             }
         }
         let base = &base;
-        let copied = futures::stream::iter(objects)
-            .map(|meta| async move {
-                let relative: Vec<String> = meta
-                    .location
-                    .prefix_match(base)
-                    .map(|parts| parts.map(|p| p.as_ref().to_string()).collect())
-                    .unwrap_or_default();
-                let target = relative.iter().fold(local.to_path_buf(), |p, c| p.join(c));
-                self.download_file(&meta.location, &target).await?;
-                Ok::<_, LakeError>(meta.size)
-            })
-            .buffer_unordered(PARALLEL_COPIES)
-            .try_fold(Copied::default(), |total, size| async move {
-                Ok(Copied {
-                    files: total.files + 1,
-                    bytes: total.bytes + size,
-                })
-            })
-            .await?;
+        let copied = copy_each(objects, |meta| async move {
+            let relative: Vec<String> = meta
+                .location
+                .prefix_match(base)
+                .map(|parts| parts.map(|p| p.as_ref().to_string()).collect())
+                .unwrap_or_default();
+            let target = relative.iter().fold(local.to_path_buf(), |p, c| p.join(c));
+            self.download_file(&meta.location, &target).await?;
+            Ok(meta.size)
+        })
+        .await?;
         Ok((root, copied))
     }
 
@@ -218,6 +200,24 @@ impl RemoteFolder {
         file.flush().await.map_err(io)?;
         Ok(())
     }
+}
+
+/// Runs `copy` on every item, [`PARALLEL_COPIES`] at a time, each returning the bytes it copied.
+async fn copy_each<T, F, Fut>(items: Vec<T>, copy: F) -> Result<Copied>
+where
+    F: Fn(T) -> Fut,
+    Fut: Future<Output = Result<u64>>,
+{
+    futures::stream::iter(items)
+        .map(copy)
+        .buffer_unordered(PARALLEL_COPIES)
+        .try_fold(Copied::default(), |total, bytes| async move {
+            Ok(Copied {
+                files: total.files + 1,
+                bytes: total.bytes + bytes,
+            })
+        })
+        .await
 }
 
 /// Every file under `root` (recursively) as a relative path and its size, sorted.
