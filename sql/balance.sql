@@ -52,6 +52,11 @@ GROUP BY name
 WITH positive AS (
     SELECT study_id, name FROM finding_mentions WHERE polarity = 'pos'
 ),
+-- The number of studies as a one-row table joined below (a scalar subquery in the window's
+-- ORDER BY does not run on a Ballista cluster).
+studies AS (
+    SELECT count(*) AS n FROM scene_graphs
+),
 pairs AS (
     SELECT a.name, b.name AS other, count(*) AS both_studies
     FROM positive a
@@ -63,10 +68,11 @@ ranked AS (
            p.other,
            row_number() OVER (
                PARTITION BY p.name
-               ORDER BY p.both_studies * (SELECT count(*) FROM scene_graphs) * 1.0
+               ORDER BY p.both_studies * s.n * 1.0
                         / (ca.pos_studies * cb.pos_studies) DESC,
                         p.other) AS rank
     FROM pairs p
+    CROSS JOIN studies s
     JOIN item_counts ca ON ca.kind = 'finding' AND ca.name = p.name
     JOIN item_counts cb ON cb.kind = 'finding' AND cb.name = p.other
     WHERE p.both_studies >= 2

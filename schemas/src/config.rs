@@ -39,6 +39,10 @@ extensions_options! {
         pub match_threshold: f64, default = 0.5
         /// Rows per record batch in stage plans.
         pub batch_size: usize, default = 8192
+        /// Where `cxrlake sql` and the SQL of stages without functions of their own run:
+        /// `local` (in this process) or `ballista://HOST:PORT` (a cluster of `cxrlake
+        /// scheduler` and `cxrlake executor`).
+        pub engine: String, default = "local".to_string()
         /// Reference definitions folder (regions, findings, modifiers, changes); empty means the
         /// definitions embedded in cxrlake (`refdefs/` of its source).
         pub refdefs: String, default = String::new()

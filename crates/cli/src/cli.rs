@@ -40,6 +40,11 @@ pub struct Cli {
     /// many seconds for another command's write lease instead of failing at once
     #[arg(long, global = true, value_name = "SECONDS")]
     pub wait: Option<u64>,
+    /// Where `sql` and the SQL of stages without functions of their own run: `local` or
+    /// `ballista://HOST:PORT` (a cluster of `cxrlake scheduler` and `cxrlake executor`)
+    /// [default: the `engine` setting, env CXRLAKE_ENGINE]
+    #[arg(long, global = true, value_name = "URL")]
+    pub engine: Option<String>,
     /// The command to run
     #[command(subcommand)]
     pub command: Command,
@@ -177,6 +182,10 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// Run a Ballista scheduler for `--engine ballista://HOST:PORT` until stopped
+    Scheduler(crate::distributed::SchedulerArgs),
+    /// Run a Ballista executor that registers with a `cxrlake scheduler`, until stopped
+    Executor(crate::distributed::ExecutorArgs),
     /// Reference definitions: check, diff, stats, dataset_info.json, load into the lake
     Refdefs {
         /// What to do
@@ -460,6 +469,9 @@ impl Cli {
         if let Some(lake) = &self.lake {
             settings.cxrlake.lake = lake.clone();
         }
+        if let Some(engine) = &self.engine {
+            settings.cxrlake.engine = engine.clone();
+        }
         for assignment in &self.overrides {
             let (key, value) = assignment.split_once('=').ok_or_else(|| {
                 CliError::Usage(format!("--set expects KEY=VALUE, got '{assignment}'"))
@@ -535,6 +547,8 @@ impl Cli {
     async fn dispatch(&self, lake: &Lake, out: &mut dyn Write) -> Result<()> {
         let lake = lake.clone();
         match &self.command {
+            Command::Scheduler(args) => args.run(out).await,
+            Command::Executor(args) => args.run(out).await,
             Command::Init => init(&lake, out).await,
             Command::Tables => tables(&lake, out).await,
             Command::Vacuum {
@@ -1025,8 +1039,8 @@ async fn sql(
 ) -> Result<()> {
     // Tables outside the lake too: `SELECT … FROM 'rel/qa.parquet'` (Parquet, CSV, JSON by
     // extension, compressed or not) or `FROM '/other/lake/qa'` (a Delta table's folder); local
-    // paths and object-store URLs.
-    let ctx = lake.session_with_outside_tables().await?;
+    // paths and object-store URLs. On a Ballista cluster (`--engine`), the lake's tables only.
+    let ctx = crate::distributed::sql_session(lake).await?;
     // Several statements run in order (e.g. `SET cxrlake.match_threshold = 0.7; SELECT …`); the
     // last one's result is the output.
     let mut statements = datafusion::sql::parser::DFParser::parse_sql(query)?;
@@ -1716,6 +1730,9 @@ pub fn main() -> ExitCode {
     init_logging(&cli);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // Planning and (de)serializing deep plans recurses: a Ballista scheduler decoding a
+        // stage's windowed join overflowed the default 2 MiB (reserved, not committed).
+        .thread_stack_size(16 * 1024 * 1024)
         .build()
     {
         Ok(runtime) => runtime,

@@ -28,6 +28,9 @@ pub enum CliError {
     /// The report could not be written.
     #[error(transparent)]
     Report(#[from] cxrlake_report::ReportError),
+    /// A Ballista scheduler, executor or client failed.
+    #[error(transparent)]
+    Distributed(#[from] cxrlake_distributed::DistributedError),
     /// A query failed to plan or run.
     #[error("query failed: {0}")]
     Query(#[from] datafusion::error::DataFusionError),
@@ -56,6 +59,7 @@ impl CliError {
         match self {
             CliError::Usage(_)
             | CliError::Export(cxrlake_export::ExportError::Usage(_))
+            | CliError::Distributed(cxrlake_distributed::DistributedError::Engine { .. })
             | CliError::Pipeline(
                 cxrlake_pipeline::PipelineError::Config(_)
                 | cxrlake_pipeline::PipelineError::UnknownStage { .. },

@@ -1,7 +1,9 @@
 //! The cxrlake command-line interface as a library: `cli` parses and dispatches, `output` renders
-//! query results, `error` is the one error enum. The binary's `main.rs` only calls [`cli::main`].
+//! query results, `distributed` runs Ballista schedulers and executors and picks the engine of
+//! `sql`, `error` is the one error enum. The binary's `main.rs` only calls [`cli::main`].
 
 pub mod cli;
+pub mod distributed;
 pub mod error;
 pub mod evaluate;
 mod folders;

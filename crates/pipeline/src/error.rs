@@ -44,6 +44,9 @@ pub enum PipelineError {
         /// Underlying error.
         source: Box<datafusion::error::DataFusionError>,
     },
+    /// The Ballista cluster of the `engine` setting cannot run a stage's SQL.
+    #[error(transparent)]
+    Distributed(#[from] cxrlake_distributed::DistributedError),
     /// A setting is missing or invalid.
     #[error("{0}")]
     Config(String),

@@ -13,6 +13,10 @@
 //!  hooks.finish ──► StageReport
 //! ```
 //!
+//! With the `engine` setting on a Ballista cluster, the chunk sessions of a stage that calls no
+//! function of its own are clients of the cluster: its statements run there and their results
+//! come back here (see `stage_engine`).
+//!
 //! A killed run leaves its last commits' metrics saying `chunk k of n`, which the planner sees:
 //! the stage reruns. Progress is an indicatif bar per stage on stderr (hidden when stderr is not
 //! a terminal or the pipeline is quiet) and a `stage` tracing span.
@@ -21,6 +25,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Instant;
 
+use cxrlake_distributed::Engine;
 use cxrlake_lake::{Lake, StageCommit};
 use cxrlake_schemas::TableDef;
 use datafusion::arrow::array::{RecordBatch, StringArray};
@@ -40,7 +45,7 @@ use crate::sql::{
     collect, conform, count, first_column_strings, patient_ranges, register, run_statement,
     sql_hash, statements,
 };
-use crate::stage::{ChunkInfo, Chunking, RunMode, Stage, StageDef, StageReport, Writes};
+use crate::stage::{ChunkInfo, Chunking, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
 
 /// The name of the table of the run's studies (empty in a full run) that stage SQL may read;
 /// `$full` says whether the run covers every study, `$first_chunk` whether this is the run's
@@ -154,6 +159,7 @@ async fn run_chunks(
         definitions: stage.definitions(pipeline).await?,
     };
     let mut prepared = stage.prepare(pipeline, mode).await?;
+    let engine = stage_engine(lake, name, &prepared)?;
     let lake_ctx = lake.session_with(&pinned).await?;
 
     let per_chunk_patients = match def.chunking {
@@ -232,6 +238,10 @@ async fn run_chunks(
             &prepared.functions,
         )
         .await?;
+        let ctx = match &engine {
+            Engine::Local => ctx,
+            cluster => cluster.connect(ctx.state()).await?,
+        };
         for table in def.side_inputs {
             let frame = lake_ctx
                 .table(*table)
@@ -490,6 +500,27 @@ async fn count_studies(ctx: &SessionContext, stage: &'static str, table: &str) -
         &format!("SELECT count(DISTINCT study_id) FROM {table}"),
     )
     .await
+}
+
+/// Where the statements of `stage` run: on the Ballista cluster of the `engine` setting when
+/// the stage calls no function of its own (those hold the run's definitions, templates, LLM
+/// clients and caches, which executors do not have), else here. Either way the results come
+/// back here, where they are conformed, written and committed.
+fn stage_engine(lake: &Lake, stage: &'static str, prepared: &Prepared) -> Result<Engine> {
+    let engine: Engine = lake.settings().cxrlake.engine.parse()?;
+    if engine == Engine::Local {
+        return Ok(engine);
+    }
+    if let Some(function) = prepared.functions.first() {
+        tracing::info!(
+            stage,
+            "the stage's SQL runs in this process: it calls the stage's own functions ({}, …)",
+            function.name()
+        );
+        return Ok(Engine::Local);
+    }
+    tracing::info!(stage, "the stage's SQL runs on {engine}");
+    Ok(engine)
 }
 
 /// A session whose inputs (the stage's `def.inputs`) are the lake's tables (as `lake_ctx` sees them: some pinned to the

@@ -56,6 +56,12 @@ impl SliceUnnestExec {
             metrics: ExecutionPlanMetricsSet::new(),
         })
     }
+
+    /// The `UnnestExec` this one replaces (what a plan codec sends: the receiver calls
+    /// [`SliceUnnestExec::try_new`] on it again).
+    pub fn unnest(&self) -> &UnnestExec {
+        &self.unnest
+    }
 }
 
 impl DisplayAs for SliceUnnestExec {

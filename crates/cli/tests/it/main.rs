@@ -1,5 +1,6 @@
 mod commands;
 mod concurrency;
+mod distributed;
 mod import;
 mod interop;
 mod kill_matrix;
@@ -16,6 +17,7 @@ pub(crate) fn cxrlake(lake: &std::path::Path, args: &[&str]) -> std::process::Ou
         .args(args)
         .env_remove("CXRLAKE_LAKE")
         .env_remove("CXRLAKE_CONFIG")
+        .env_remove("CXRLAKE_ENGINE")
         .output()
         .expect("run cxrlake")
 }

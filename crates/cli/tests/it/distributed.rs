@@ -1,0 +1,240 @@
+//! `cxrlake scheduler`, two `cxrlake executor`s and `cxrlake --engine ballista://… sql`: the
+//! same output as a local run, lake tables, cxrlake's functions, ordered ratings and the
+//! zero-copy unnest included; and a clear error without a scheduler.
+
+use std::io::{BufRead, BufReader};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::{cxrlake, ingested_lake, ok};
+
+/// A scheduler and its executors, killed when the test ends however it ends.
+struct Cluster {
+    children: Vec<(Child, BufReader<ChildStdout>)>,
+    /// `ballista://127.0.0.1:PORT`.
+    engine: String,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for (child, _) in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A port nothing listens on right now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+impl Cluster {
+    /// Starts `cxrlake ARGS` and returns the first line it prints (its readiness line).
+    fn spawn(&mut self, args: &[&str]) -> String {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cxrlake"))
+            .args(args)
+            .env_remove("CXRLAKE_LAKE")
+            .env_remove("CXRLAKE_CONFIG")
+            .env_remove("CXRLAKE_ENGINE")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start cxrlake");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let mut line = String::new();
+        let read = stdout.read_line(&mut line);
+        // Kept before any check, so that it is killed whatever happens next.
+        self.children.push((child, stdout));
+        read.expect("read the readiness line");
+        assert!(
+            !line.is_empty(),
+            "cxrlake {args:?} exited before it was ready"
+        );
+        line
+    }
+
+    /// A scheduler and two executors with two task slots each, on loopback; the executors'
+    /// shuffle files in `dir`.
+    fn start(dir: &Path) -> Self {
+        let mut cluster = Self {
+            children: Vec::new(),
+            engine: String::new(),
+        };
+        let line = cluster.spawn(&["scheduler", "--bind", "127.0.0.1:0"]);
+        let scheduler = line
+            .trim()
+            .strip_prefix("scheduler listening on ")
+            .unwrap_or_else(|| panic!("unexpected readiness line {line:?}"))
+            .to_string();
+        cluster.engine = format!("ballista://{scheduler}");
+        for n in 0..2 {
+            let (bind, grpc) = (
+                format!("127.0.0.1:{}", free_port()),
+                free_port().to_string(),
+            );
+            let work = dir.join(format!("executor-{n}"));
+            let line = cluster.spawn(&[
+                "executor",
+                "--scheduler",
+                &scheduler,
+                "--bind",
+                &bind,
+                "--grpc-port",
+                &grpc,
+                "--slots",
+                "2",
+                "--work-dir",
+                work.to_str().expect("utf8"),
+            ]);
+            assert!(line.starts_with("executor "), "{line}");
+            // The executor serves its results once it registered with the scheduler.
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while TcpStream::connect(&bind).is_err() {
+                assert!(Instant::now() < deadline, "executor on {bind} not ready");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+        cluster
+    }
+}
+
+/// `query`'s CSV output on the lake, locally and on the cluster: equal, and at least `rows`.
+fn same_output(lake: &Path, cluster: &Cluster, query: &str, rows: usize) {
+    let local = ok(cxrlake(lake, &["sql", query, "--format", "csv"]));
+    let distributed = ok(cxrlake(
+        lake,
+        &["--engine", &cluster.engine, "sql", query, "--format", "csv"],
+    ));
+    assert_eq!(local, distributed, "{query}");
+    assert!(
+        local.lines().count() > rows,
+        "{query} gave too few rows:\n{local}"
+    );
+}
+
+#[test]
+fn sql_on_ballista_equals_local() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = ingested_lake(dir.path(), 20, 5);
+    // Small chunks: tables of several files, so that scans have several partitions.
+    ok(cxrlake(&lake, &["run", "--set", "chunk_patients=2"]));
+    let cluster = Cluster::start(dir.path());
+
+    // An aggregate over the qa table, ordered by rating (cxrlake's rating order).
+    same_output(
+        &lake,
+        &cluster,
+        "SELECT rating, count(*) AS n, count(DISTINCT study_id) AS studies FROM qa \
+         GROUP BY rating ORDER BY rating",
+        2,
+    );
+    // A join of two lake tables.
+    same_output(
+        &lake,
+        &cluster,
+        "SELECT q.study_id, count(*) AS pairs, min(length(r.text)) AS report_length \
+         FROM qa q JOIN reports r ON q.study_id = r.study_id \
+         GROUP BY q.study_id ORDER BY q.study_id",
+        10,
+    );
+    // A cxrlake function (box_area, after an unnest) and an ordered-rating comparison.
+    same_output(
+        &lake,
+        &cluster,
+        "SELECT question_type, count(*) AS n, max(rating) AS best FROM qa \
+         WHERE rating >= 'A' GROUP BY question_type ORDER BY question_type",
+        5,
+    );
+    same_output(
+        &lake,
+        &cluster,
+        "SELECT region, count(*) AS boxes, round(sum(box_area(b)), 1) AS area \
+         FROM (SELECT region, unnest(bboxes) AS b FROM region_boxes) \
+         GROUP BY region ORDER BY region",
+        10,
+    );
+    // Unnest of a list of structs twice (cxrlake's zero-copy unnest on the executors).
+    same_output(
+        &lake,
+        &cluster,
+        "SELECT study_id, count(*) AS images, sum(array_length(f['bboxes'])) AS boxes \
+         FROM (SELECT study_id, unnest(r['localization']) AS f \
+               FROM (SELECT study_id, unnest(regions) AS r FROM scene_graphs)) \
+         GROUP BY study_id ORDER BY study_id",
+        10,
+    );
+}
+
+#[test]
+fn stages_without_functions_of_their_own_run_on_ballista() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = ingested_lake(dir.path(), 20, 6);
+    ok(cxrlake(&lake, &["run", "--set", "chunk_patients=2"]));
+    let cluster = Cluster::start(dir.path());
+    let balance = "SELECT * FROM qa_balance ORDER BY kind, name";
+    let local = ok(cxrlake(&lake, &["sql", balance, "--format", "json"]));
+    let table_version = |lake: &Path| {
+        let tables = ok(cxrlake(lake, &["tables"]));
+        tables
+            .lines()
+            .find(|line| line.starts_with("qa_balance "))
+            .and_then(|line| line.split_whitespace().nth(1).map(str::to_string))
+            .expect("qa_balance in `tables`")
+    };
+    let before = table_version(&lake);
+    for (stage, where_) in [
+        (
+            "balance",
+            format!("the stage's SQL runs on {}", cluster.engine),
+        ),
+        // graph calls its own functions (the run's definitions): it stays here.
+        ("graph", "the stage's SQL runs in this process".to_string()),
+    ] {
+        let output = cxrlake(&lake, &["-v", "--engine", &cluster.engine, "run", stage]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+        assert!(stderr.contains(&where_), "{stage}: {stderr}");
+    }
+    assert_ne!(table_version(&lake), before, "balance did not commit");
+    let distributed = ok(cxrlake(&lake, &["sql", balance, "--format", "json"]));
+    assert_eq!(local, distributed);
+    assert!(local.matches("\"kind\"").count() > 10, "{local}");
+}
+
+#[test]
+fn unreachable_scheduler_is_a_clear_error() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = dir.path().join("lake");
+    ok(cxrlake(&lake, &["init"]));
+    let scheduler = format!("127.0.0.1:{}", free_port());
+    let output = cxrlake(
+        &lake,
+        &[
+            "--engine",
+            &format!("ballista://{scheduler}"),
+            "sql",
+            "SELECT count(*) FROM reports",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "cannot reach the Ballista scheduler at {scheduler}"
+        )) && stderr.contains("cxrlake scheduler"),
+        "{stderr}"
+    );
+    let output = cxrlake(&lake, &["--engine", "spark://x:1", "sql", "SELECT 1"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("expected `local` or `ballista://HOST:PORT`"),
+        "{stderr}"
+    );
+}
