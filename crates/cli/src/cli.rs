@@ -547,8 +547,8 @@ impl Cli {
     async fn dispatch(&self, lake: &Lake, out: &mut dyn Write) -> Result<()> {
         let lake = lake.clone();
         match &self.command {
-            Command::Scheduler(args) => args.run(out).await,
-            Command::Executor(args) => args.run(out).await,
+            Command::Scheduler(args) => args.run(&lake.settings().storage, out).await,
+            Command::Executor(args) => args.run(&lake.settings().storage, out).await,
             Command::Init => init(&lake, out).await,
             Command::Tables => tables(&lake, out).await,
             Command::Vacuum {

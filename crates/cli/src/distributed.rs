@@ -1,5 +1,6 @@
 //! `cxrlake scheduler`, `cxrlake executor` and the session `--engine` picks for `cxrlake sql`.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -36,6 +37,10 @@ pub struct ExecutorArgs {
     /// Folder of its shuffle files [default: cxrlake-executor-<port> in the temporary folder]
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
+    /// The host name the scheduler reaches it by, when --bind is 0.0.0.0 (in a container:
+    /// its service or pod name) [default: the --bind host]
+    #[arg(long, value_name = "HOST")]
+    pub advertise: Option<String>,
 }
 
 /// The one address `text` (`HOST:PORT`) names.
@@ -59,10 +64,10 @@ fn say(out: &mut dyn Write, line: &str) -> Result<()> {
 impl SchedulerArgs {
     /// Runs the scheduler until the process is stopped; prints `scheduler listening on ADDR`
     /// once clients and executors can connect.
-    pub async fn run(&self, out: &mut dyn Write) -> Result<()> {
+    pub async fn run(&self, storage: &HashMap<String, String>, out: &mut dyn Write) -> Result<()> {
         let bind = address("bind", &self.bind)?;
         let mut said = Ok(());
-        cxrlake_distributed::run_scheduler(bind, |addr| {
+        cxrlake_distributed::run_scheduler(bind, storage.clone(), |addr| {
             said = say(out, &format!("scheduler listening on {addr}"));
         })
         .await?;
@@ -73,7 +78,7 @@ impl SchedulerArgs {
 impl ExecutorArgs {
     /// Runs the executor until the process is stopped; prints `executor ID registering with
     /// the scheduler at ADDR` once the scheduler answered.
-    pub async fn run(&self, out: &mut dyn Write) -> Result<()> {
+    pub async fn run(&self, storage: &HashMap<String, String>, out: &mut dyn Write) -> Result<()> {
         let bind = address("bind", &self.bind)?;
         let grpc_port = match self.grpc_port {
             Some(port) => port,
@@ -87,6 +92,8 @@ impl ExecutorArgs {
             grpc_port,
             slots: self.slots,
             work_dir: self.work_dir.clone(),
+            advertise: self.advertise.clone(),
+            storage: storage.clone(),
         };
         let scheduler = options.scheduler;
         let mut said = Ok(());

@@ -2,6 +2,7 @@
 //! (functions, the rating-order rule, the zero-copy unnest) wherever plans are decoded,
 //! optimized or run.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -13,6 +14,7 @@ use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::config::SchedulerConfig;
 use ballista_scheduler::scheduler_process::{create_scheduler, start_grpc_service_with_listener};
 use cxrlake_lake::CxrlakeConfig;
+use cxrlake_lake::store::StoreRegistry;
 use datafusion::execution::SessionState;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::SessionConfig;
@@ -31,9 +33,16 @@ pub fn session_config() -> SessionConfig {
 }
 
 /// cxrlake's session over `config` (functions and planner rules), with Ballista's logical
-/// optimizer rules: the scheduler plans every job in one.
-pub fn session_state(config: SessionConfig) -> datafusion::common::Result<SessionState> {
-    let runtime = Arc::new(RuntimeEnvBuilder::new().build()?);
+/// optimizer rules, reading lake tables through `stores`: the scheduler plans every job in one.
+pub fn session_state(
+    config: SessionConfig,
+    stores: Arc<StoreRegistry>,
+) -> datafusion::common::Result<SessionState> {
+    let runtime = Arc::new(
+        RuntimeEnvBuilder::new()
+            .with_object_store_registry(stores)
+            .build()?,
+    );
     let state = cxrlake_udfs::session_context_on(config, runtime).state();
     let rules = ballista_core::optimizer::with_ballista_optimizer_rules(state.optimizers());
     Ok(
@@ -43,9 +52,15 @@ pub fn session_state(config: SessionConfig) -> datafusion::common::Result<Sessio
     )
 }
 
-/// Runs a scheduler on `bind` (port 0: any free port) until the process ends; `ready` gets
-/// the address it listens on once clients and executors can connect.
-pub async fn run_scheduler(bind: SocketAddr, ready: impl FnOnce(SocketAddr)) -> Result<()> {
+/// Runs a scheduler on `bind` (port 0: any free port) until the process ends, reading lake
+/// tables on object stores with the `storage` options; `ready` gets the address it listens on
+/// once clients and executors can connect.
+pub async fn run_scheduler(
+    bind: SocketAddr,
+    storage: HashMap<String, String>,
+    ready: impl FnOnce(SocketAddr),
+) -> Result<()> {
+    let stores = Arc::new(StoreRegistry::new(storage));
     let listener = tokio::net::TcpListener::bind(bind)
         .await
         .map_err(|source| DistributedError::Bind { addr: bind, source })?;
@@ -58,7 +73,9 @@ pub async fn run_scheduler(bind: SocketAddr, ready: impl FnOnce(SocketAddr)) -> 
         bind_port: addr.port(),
         override_logical_codec: Some(Arc::new(CxrlakeLogicalCodec::default())),
         override_physical_codec: Some(Arc::new(CxrlakePhysicalCodec::default())),
-        override_session_builder: Some(Arc::new(session_state)),
+        override_session_builder: Some(Arc::new(move |config| {
+            session_state(config, Arc::clone(&stores))
+        })),
         override_config_producer: Some(Arc::new(session_config)),
         ..SchedulerConfig::default()
     };
@@ -85,6 +102,11 @@ pub struct ExecutorOptions {
     pub slots: usize,
     /// Folder of its shuffle files [default: a folder in the system's temporary folder].
     pub work_dir: Option<PathBuf>,
+    /// The host name the scheduler and the other executors reach it by [default: the `bind`
+    /// address].
+    pub advertise: Option<String>,
+    /// The object-store options it reads lake tables with (`[storage]`, `AWS_*`, …).
+    pub storage: HashMap<String, String>,
 }
 
 /// Runs an executor until the process ends (or the scheduler stops it); `ready` gets its id
@@ -105,10 +127,25 @@ pub async fn run_executor(options: ExecutorOptions, ready: impl FnOnce(&str)) ->
         path: work_dir.clone(),
         source,
     })?;
-    let registry = BallistaFunctionRegistry::from(&session_state(session_config())?);
+    let stores = Arc::new(StoreRegistry::new(options.storage.clone()));
+    let registry =
+        BallistaFunctionRegistry::from(&session_state(session_config(), Arc::clone(&stores))?);
+    let temp = work_dir.clone();
+    let runtime: ballista_core::RuntimeProducer = Arc::new(move |_| {
+        let runtime = RuntimeEnvBuilder::new()
+            .with_temp_file_path(temp.clone())
+            .with_object_store_registry(Arc::clone(&stores) as _)
+            .build()?;
+        Ok(Arc::new(runtime))
+    });
     let config = ExecutorProcessConfig {
         bind_host: options.bind.ip().to_string(),
-        external_host: Some(options.bind.ip().to_string()),
+        external_host: Some(
+            options
+                .advertise
+                .clone()
+                .unwrap_or_else(|| options.bind.ip().to_string()),
+        ),
         port: options.bind.port(),
         grpc_port: options.grpc_port,
         scheduler_host: options.scheduler.ip().to_string(),
@@ -118,6 +155,7 @@ pub async fn run_executor(options: ExecutorOptions, ready: impl FnOnce(&str)) ->
         work_dir: Some(work_dir.to_string_lossy().into_owned()),
         print_thread_info: false,
         override_function_registry: Some(Arc::new(registry)),
+        override_runtime_producer: Some(runtime),
         override_config_producer: Some(Arc::new(session_config)),
         override_logical_codec: Some(Arc::new(CxrlakeLogicalCodec::default())),
         override_physical_codec: Some(Arc::new(CxrlakePhysicalCodec::default())),

@@ -69,6 +69,61 @@ pub fn root_store(root: &Url, options: &HashMap<String, String>) -> Result<(Obje
     Ok((Arc::from(store), path))
 }
 
+/// An object-store registry for processes that read a lake they did not open (Ballista's
+/// scheduler and executors): a store not registered yet is made from its URL with `options`
+/// (the process's `[storage]` options, e.g. its `AWS_*` variables) the first time it is asked for.
+#[derive(Debug)]
+pub struct StoreRegistry {
+    known: datafusion::execution::object_store::DefaultObjectStoreRegistry,
+    options: HashMap<String, String>,
+}
+
+impl StoreRegistry {
+    /// A registry making stores with the object-store `options`.
+    pub fn new(options: HashMap<String, String>) -> Self {
+        register_cloud_schemes();
+        Self {
+            known: datafusion::execution::object_store::DefaultObjectStoreRegistry::new(),
+            options,
+        }
+    }
+}
+
+impl datafusion::execution::object_store::ObjectStoreRegistry for StoreRegistry {
+    fn register_store(
+        &self,
+        url: &Url,
+        store: Arc<dyn object_store::ObjectStore>,
+    ) -> Option<Arc<dyn object_store::ObjectStore>> {
+        self.known.register_store(url, store)
+    }
+
+    fn deregister_store(
+        &self,
+        url: &Url,
+    ) -> datafusion::common::Result<Arc<dyn object_store::ObjectStore>> {
+        self.known.deregister_store(url)
+    }
+
+    fn get_store(
+        &self,
+        url: &Url,
+    ) -> datafusion::common::Result<Arc<dyn object_store::ObjectStore>> {
+        if let Ok(store) = self.known.get_store(url) {
+            return Ok(store);
+        }
+        if !CLOUD_SCHEMES.contains(&url.scheme()) {
+            return self.known.get_store(url);
+        }
+        let root = Url::parse(&format!("{}://{}", url.scheme(), url.authority()))
+            .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+        let (store, _) = object_store::parse_url_opts(&root, &self.options)?;
+        let store: Arc<dyn object_store::ObjectStore> = Arc::from(store);
+        self.known.register_store(&root, Arc::clone(&store));
+        Ok(store)
+    }
+}
+
 #[derive(Debug, Default)]
 struct CloudFactory;
 

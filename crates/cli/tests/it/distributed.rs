@@ -11,10 +11,14 @@ use std::time::{Duration, Instant};
 use crate::{cxrlake, ingested_lake, ok};
 
 /// A scheduler and its executors, killed when the test ends however it ends.
-struct Cluster {
+pub(crate) struct Cluster {
     children: Vec<(Child, BufReader<ChildStdout>)>,
     /// `ballista://127.0.0.1:PORT`.
-    engine: String,
+    pub(crate) engine: String,
+    /// `HOST:PORT` of the scheduler.
+    scheduler: String,
+    /// Arguments every process gets (e.g. `--config FILE`).
+    common: Vec<String>,
 }
 
 impl Drop for Cluster {
@@ -38,6 +42,7 @@ impl Cluster {
     /// Starts `cxrlake ARGS` and returns the first line it prints (its readiness line).
     fn spawn(&mut self, args: &[&str]) -> String {
         let mut child = Command::new(env!("CARGO_BIN_EXE_cxrlake"))
+            .args(&self.common)
             .args(args)
             .env_remove("CXRLAKE_LAKE")
             .env_remove("CXRLAKE_CONFIG")
@@ -62,45 +67,65 @@ impl Cluster {
     /// A scheduler and two executors with two task slots each, on loopback; the executors'
     /// shuffle files in `dir`.
     fn start(dir: &Path) -> Self {
+        Self::start_with(dir, &[])
+    }
+
+    /// Like [`Cluster::start`], every process started with `common` arguments first.
+    pub(crate) fn start_with(dir: &Path, common: &[&str]) -> Self {
         let mut cluster = Self {
             children: Vec::new(),
             engine: String::new(),
+            scheduler: String::new(),
+            common: common.iter().map(ToString::to_string).collect(),
         };
         let line = cluster.spawn(&["scheduler", "--bind", "127.0.0.1:0"]);
-        let scheduler = line
+        cluster.scheduler = line
             .trim()
             .strip_prefix("scheduler listening on ")
             .unwrap_or_else(|| panic!("unexpected readiness line {line:?}"))
             .to_string();
-        cluster.engine = format!("ballista://{scheduler}");
+        cluster.engine = format!("ballista://{}", cluster.scheduler);
         for n in 0..2 {
-            let (bind, grpc) = (
-                format!("127.0.0.1:{}", free_port()),
-                free_port().to_string(),
-            );
-            let work = dir.join(format!("executor-{n}"));
-            let line = cluster.spawn(&[
-                "executor",
-                "--scheduler",
-                &scheduler,
-                "--bind",
-                &bind,
-                "--grpc-port",
-                &grpc,
-                "--slots",
-                "2",
-                "--work-dir",
-                work.to_str().expect("utf8"),
-            ]);
-            assert!(line.starts_with("executor "), "{line}");
-            // The executor serves its results once it registered with the scheduler.
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while TcpStream::connect(&bind).is_err() {
-                assert!(Instant::now() < deadline, "executor on {bind} not ready");
-                std::thread::sleep(Duration::from_millis(50));
-            }
+            cluster.add_executor(dir, n);
         }
         cluster
+    }
+
+    /// Starts executor number `n` and waits until it serves.
+    fn add_executor(&mut self, dir: &Path, n: usize) {
+        let (bind, grpc) = (
+            format!("127.0.0.1:{}", free_port()),
+            free_port().to_string(),
+        );
+        let work = dir.join(format!("executor-{n}"));
+        let scheduler = self.scheduler.clone();
+        let line = self.spawn(&[
+            "executor",
+            "--scheduler",
+            &scheduler,
+            "--bind",
+            &bind,
+            "--grpc-port",
+            &grpc,
+            "--slots",
+            "2",
+            "--work-dir",
+            work.to_str().expect("utf8"),
+        ]);
+        assert!(line.starts_with("executor "), "{line}");
+        // The executor serves its results once it registered with the scheduler.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(&bind).is_err() {
+            assert!(Instant::now() < deadline, "executor on {bind} not ready");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Kills executor number `n` (SIGKILL).
+    fn kill_executor(&mut self, n: usize) {
+        let (child, _) = &mut self.children[n + 1];
+        child.kill().expect("kill the executor");
+        child.wait().expect("reap the executor");
     }
 }
 
@@ -179,15 +204,7 @@ fn stages_without_functions_of_their_own_run_on_ballista() {
     let cluster = Cluster::start(dir.path());
     let balance = "SELECT * FROM qa_balance ORDER BY kind, name";
     let local = ok(cxrlake(&lake, &["sql", balance, "--format", "json"]));
-    let table_version = |lake: &Path| {
-        let tables = ok(cxrlake(lake, &["tables"]));
-        tables
-            .lines()
-            .find(|line| line.starts_with("qa_balance "))
-            .and_then(|line| line.split_whitespace().nth(1).map(str::to_string))
-            .expect("qa_balance in `tables`")
-    };
-    let before = table_version(&lake);
+    let before = table_version(&lake, "qa_balance");
     for (stage, where_) in [
         (
             "balance",
@@ -201,7 +218,11 @@ fn stages_without_functions_of_their_own_run_on_ballista() {
         assert!(output.status.success(), "{stderr}");
         assert!(stderr.contains(&where_), "{stage}: {stderr}");
     }
-    assert_ne!(table_version(&lake), before, "balance did not commit");
+    assert_ne!(
+        table_version(&lake, "qa_balance"),
+        before,
+        "balance did not commit"
+    );
     let distributed = ok(cxrlake(&lake, &["sql", balance, "--format", "json"]));
     assert_eq!(local, distributed);
     assert!(local.matches("\"kind\"").count() > 10, "{local}");
@@ -236,5 +257,90 @@ fn unreachable_scheduler_is_a_clear_error() {
     assert!(
         stderr.contains("expected `local` or `ballista://HOST:PORT`"),
         "{stderr}"
+    );
+}
+
+/// The Delta version of `table` as `cxrlake tables` lists it.
+fn table_version(lake: &Path, table: &str) -> String {
+    let tables = ok(cxrlake(lake, &["tables"]));
+    tables
+        .lines()
+        .find(|line| line.starts_with(&format!("{table} ")))
+        .and_then(|line| line.split_whitespace().nth(1).map(str::to_string))
+        .unwrap_or_else(|| panic!("{table} in `tables`:\n{tables}"))
+}
+
+#[test]
+fn an_executor_killed_mid_stage_leaves_nothing_half_committed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = ingested_lake(dir.path(), 20, 8);
+    ok(cxrlake(&lake, &["run", "--set", "chunk_patients=2"]));
+    let balance = "SELECT * FROM qa_balance ORDER BY kind, name";
+    let want = ok(cxrlake(&lake, &["sql", balance, "--format", "json"]));
+    let mut cluster = Cluster::start(dir.path());
+    let before = table_version(&lake, "qa_balance");
+
+    // The stage starts on the cluster; one executor is SIGKILLed as soon as it does.
+    let mut run = Command::new(env!("CARGO_BIN_EXE_cxrlake"))
+        .arg("--lake")
+        .arg(&lake)
+        .args(["-v", "--engine", &cluster.engine, "run", "balance"])
+        .env_remove("CXRLAKE_LAKE")
+        .env_remove("CXRLAKE_CONFIG")
+        .env_remove("CXRLAKE_ENGINE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start cxrlake run");
+    let mut stderr = BufReader::new(run.stderr.take().expect("piped stderr"));
+    let mut log = String::new();
+    let mut line = String::new();
+    while stderr.read_line(&mut line).expect("read the run's log") > 0 {
+        log.push_str(&line);
+        if line.contains("the stage's SQL runs on ballista://") {
+            cluster.kill_executor(0);
+            break;
+        }
+        line.clear();
+    }
+    let rest = std::thread::spawn(move || {
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut rest).map(|_| rest)
+    });
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let status = loop {
+        if let Some(status) = run.try_wait().expect("wait for the run") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = run.kill();
+            panic!("the run did not end within 240 s after an executor was killed:\n{log}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    log.push_str(&rest.join().expect("log reader").unwrap_or_default());
+    assert!(log.contains("runs on ballista://"), "{log}");
+    let after = table_version(&lake, "qa_balance");
+    if status.success() {
+        // Ballista ran the lost tasks again on the other executor.
+        assert_ne!(after, before, "a successful run committed nothing:\n{log}");
+    } else {
+        assert_eq!(after, before, "a failed stage committed:\n{log}");
+    }
+    assert_eq!(
+        ok(cxrlake(&lake, &["sql", balance, "--format", "json"])),
+        want
+    );
+
+    // A replacement executor joins; the stage run again completes with the same rows.
+    cluster.add_executor(dir.path(), 2);
+    ok(cxrlake(
+        &lake,
+        &["--engine", &cluster.engine, "run", "balance"],
+    ));
+    assert_ne!(table_version(&lake, "qa_balance"), before);
+    assert_eq!(
+        ok(cxrlake(&lake, &["sql", balance, "--format", "json"])),
+        want
     );
 }

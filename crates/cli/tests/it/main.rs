@@ -1,6 +1,6 @@
 mod commands;
 mod concurrency;
-mod distributed;
+pub(crate) mod distributed;
 mod import;
 mod interop;
 mod kill_matrix;

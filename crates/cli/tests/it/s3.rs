@@ -100,6 +100,7 @@ fn cxrlake_with(config: &Path, lake: &str, args: &[&str]) -> Output {
         .args(args)
         .env_remove("CXRLAKE_LAKE")
         .env_remove("CXRLAKE_CONFIG")
+        .env_remove("CXRLAKE_ENGINE")
         .output()
         .expect("run cxrlake")
 }
@@ -366,4 +367,59 @@ fn a_missing_bucket_refused_credentials_and_no_endpoint_are_named() {
     std::fs::write(&nowhere, storage_config(&closed.to_string(), SECRET_KEY)).expect("config");
     let err = failure(cxrlake_with(&nowhere, &lake, &["tables"]));
     assert!(err.contains("cannot be reached"), "{err}");
+}
+
+#[test]
+fn ballista_reads_and_writes_the_s3_lake() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let server = S3Server::start(dir.path());
+    let corpus = dir.path().join("corpus");
+    ok(cxrlake(
+        &dir.path().join("unused"),
+        &[
+            "synth",
+            "--studies",
+            "12",
+            "--seed",
+            "9",
+            "--out",
+            corpus.to_str().expect("utf8"),
+        ],
+    ));
+    let lake = format!("s3://{BUCKET}/lake");
+    ok(server.cxrlake(&lake, &["init"]));
+    ok(server.cxrlake(&lake, &["ingest", corpus.to_str().expect("utf8")]));
+    ok(server.cxrlake(&lake, &["run", "--set", "chunk_patients=2"]));
+    // The scheduler and the executors read the lake's tables on S3 with the same options.
+    let config = server.config.to_str().expect("utf8");
+    let cluster = crate::distributed::Cluster::start_with(dir.path(), &["--config", config]);
+    let engine = cluster.engine.as_str();
+    for query in [
+        "SELECT rating, count(*) AS n FROM qa GROUP BY rating ORDER BY rating",
+        "SELECT q.study_id, count(*) AS pairs, max(q.rating) AS best FROM qa q \
+         JOIN reports r ON q.study_id = r.study_id WHERE q.rating >= 'A' \
+         GROUP BY q.study_id ORDER BY q.study_id",
+    ] {
+        let local = ok(server.cxrlake(&lake, &["sql", query, "--format", "csv"]));
+        let distributed = ok(server.cxrlake(
+            &lake,
+            &["--engine", engine, "sql", query, "--format", "csv"],
+        ));
+        assert_eq!(distributed, local, "{query}");
+        assert!(local.lines().count() > 3, "{local}");
+    }
+    // A stage on the cluster commits to the S3 lake the rows a local run gives.
+    let balance = "SELECT * FROM qa_balance ORDER BY kind, name";
+    let want = ok(server.cxrlake(&lake, &["sql", balance, "--format", "json"]));
+    let output = server.cxrlake(&lake, &["-v", "--engine", engine, "run", "balance"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("the stage's SQL runs on ballista://"),
+        "{stderr}"
+    );
+    assert_eq!(
+        ok(server.cxrlake(&lake, &["sql", balance, "--format", "json"])),
+        want
+    );
 }
