@@ -92,17 +92,8 @@ fn storage_config(endpoint: &str, secret: &str) -> String {
 }
 
 fn cxrlake_with(config: &Path, lake: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cxrlake"))
-        .arg("--lake")
-        .arg(lake)
-        .arg("--config")
-        .arg(config)
-        .args(args)
-        .env_remove("CXRLAKE_LAKE")
-        .env_remove("CXRLAKE_CONFIG")
-        .env_remove("CXRLAKE_ENGINE")
-        .output()
-        .expect("run cxrlake")
+    let config = config.to_str().expect("utf8");
+    cxrlake(Path::new(lake), &[&["--config", config], args].concat())
 }
 
 /// The `s3s-fs` binary: `$S3S_FS`, on `PATH`, or in `~/.cargo/bin`.
