@@ -7,11 +7,15 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Once};
 
+use datafusion::common::Result as DfResult;
+use datafusion::error::DataFusionError;
+use datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry};
 use deltalake::logstore::{
     LogStore, LogStoreFactory, ObjectStoreFactory, ObjectStoreRef, StorageConfig, default_logstore,
     logstore_factories, object_store_factories,
 };
 use deltalake::{DeltaResult, Path};
+use object_store::ObjectStore;
 use object_store::memory::InMemory;
 use url::Url;
 
@@ -74,7 +78,7 @@ pub fn root_store(root: &Url, options: &HashMap<String, String>) -> Result<(Obje
 /// (the process's `[storage]` options, e.g. its `AWS_*` variables) the first time it is asked for.
 #[derive(Debug)]
 pub struct StoreRegistry {
-    known: datafusion::execution::object_store::DefaultObjectStoreRegistry,
+    known: DefaultObjectStoreRegistry,
     options: HashMap<String, String>,
 }
 
@@ -83,32 +87,26 @@ impl StoreRegistry {
     pub fn new(options: HashMap<String, String>) -> Self {
         register_cloud_schemes();
         Self {
-            known: datafusion::execution::object_store::DefaultObjectStoreRegistry::new(),
+            known: DefaultObjectStoreRegistry::new(),
             options,
         }
     }
 }
 
-impl datafusion::execution::object_store::ObjectStoreRegistry for StoreRegistry {
+impl ObjectStoreRegistry for StoreRegistry {
     fn register_store(
         &self,
         url: &Url,
-        store: Arc<dyn object_store::ObjectStore>,
-    ) -> Option<Arc<dyn object_store::ObjectStore>> {
+        store: Arc<dyn ObjectStore>,
+    ) -> Option<Arc<dyn ObjectStore>> {
         self.known.register_store(url, store)
     }
 
-    fn deregister_store(
-        &self,
-        url: &Url,
-    ) -> datafusion::common::Result<Arc<dyn object_store::ObjectStore>> {
+    fn deregister_store(&self, url: &Url) -> DfResult<Arc<dyn ObjectStore>> {
         self.known.deregister_store(url)
     }
 
-    fn get_store(
-        &self,
-        url: &Url,
-    ) -> datafusion::common::Result<Arc<dyn object_store::ObjectStore>> {
+    fn get_store(&self, url: &Url) -> DfResult<Arc<dyn ObjectStore>> {
         if let Ok(store) = self.known.get_store(url) {
             return Ok(store);
         }
@@ -116,9 +114,9 @@ impl datafusion::execution::object_store::ObjectStoreRegistry for StoreRegistry 
             return self.known.get_store(url);
         }
         let root = Url::parse(&format!("{}://{}", url.scheme(), url.authority()))
-            .map_err(|e| datafusion::error::DataFusionError::External(Box::new(e)))?;
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let (store, _) = object_store::parse_url_opts(&root, &self.options)?;
-        let store: Arc<dyn object_store::ObjectStore> = Arc::from(store);
+        let store: Arc<dyn ObjectStore> = Arc::from(store);
         self.known.register_store(&root, Arc::clone(&store));
         Ok(store)
     }

@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::{cxrlake, ingested_lake, ok};
@@ -41,12 +41,9 @@ fn free_port() -> u16 {
 impl Cluster {
     /// Starts `cxrlake ARGS` and returns the first line it prints (its readiness line).
     fn spawn(&mut self, args: &[&str]) -> String {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cxrlake"))
+        let mut child = crate::command()
             .args(&self.common)
             .args(args)
-            .env_remove("CXRLAKE_LAKE")
-            .env_remove("CXRLAKE_CONFIG")
-            .env_remove("CXRLAKE_ENGINE")
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -281,13 +278,10 @@ fn an_executor_killed_mid_stage_leaves_nothing_half_committed() {
     let before = table_version(&lake, "qa_balance");
 
     // The stage starts on the cluster; one executor is SIGKILLed as soon as it does.
-    let mut run = Command::new(env!("CARGO_BIN_EXE_cxrlake"))
+    let mut run = crate::command()
         .arg("--lake")
         .arg(&lake)
         .args(["-v", "--engine", &cluster.engine, "run", "balance"])
-        .env_remove("CXRLAKE_LAKE")
-        .env_remove("CXRLAKE_CONFIG")
-        .env_remove("CXRLAKE_ENGINE")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -18,11 +18,7 @@ use crate::{cxrlake, ok};
 
 /// The single number a `SELECT count(*) …` prints as CSV.
 fn count(lake: &Path, sql: &str) -> u64 {
-    let out = ok(cxrlake(lake, &["sql", sql, "--format", "csv"]));
-    out.lines()
-        .nth(1)
-        .and_then(|line| line.trim().parse().ok())
-        .unwrap_or_else(|| panic!("{sql}: {out}"))
+    crate::count_by(&|args| cxrlake(lake, args), sql)
 }
 
 /// Every member of a zip, parsed as JSON.

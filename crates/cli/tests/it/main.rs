@@ -9,17 +9,34 @@ mod report;
 mod s3;
 mod snapshot;
 
+/// The built `cxrlake` binary as a command, without the caller's choice of lake, config file
+/// and engine (`CXRLAKE_LAKE`, `CXRLAKE_CONFIG`, `CXRLAKE_ENGINE`).
+pub(crate) fn command() -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_cxrlake"));
+    command
+        .env_remove("CXRLAKE_LAKE")
+        .env_remove("CXRLAKE_CONFIG")
+        .env_remove("CXRLAKE_ENGINE");
+    command
+}
+
 /// Runs the built `cxrlake` binary on the lake at `lake` with `args`, as a user would.
 pub(crate) fn cxrlake(lake: &std::path::Path, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_cxrlake"))
+    command()
         .arg("--lake")
         .arg(lake)
         .args(args)
-        .env_remove("CXRLAKE_LAKE")
-        .env_remove("CXRLAKE_CONFIG")
-        .env_remove("CXRLAKE_ENGINE")
         .output()
         .expect("run cxrlake")
+}
+
+/// The single number `SELECT count(*) …` gives, through `run` (`cxrlake` on some lake).
+pub(crate) fn count_by(run: &dyn Fn(&[&str]) -> std::process::Output, sql: &str) -> u64 {
+    let out = ok(run(&["sql", sql, "--format", "csv"]));
+    out.lines()
+        .nth(1)
+        .and_then(|line| line.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{sql}: {out}"))
 }
 
 /// The stdout of a `cxrlake` run that must succeed (else the test fails with both streams).

@@ -12,7 +12,6 @@
 //! command runs when it is missing; or `S3S_FS=/path/to/s3s-fs`).
 
 use std::collections::BTreeMap;
-use std::hash::{Hash, Hasher};
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -20,7 +19,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::snapshot::Snapshot;
-use crate::{cxrlake, ingested_lake, ok};
+use crate::{count_by, cxrlake, ingested_lake, ok};
 
 const BUCKET: &str = "lakes";
 const ACCESS_KEY: &str = "cxrlake-test";
@@ -161,29 +160,10 @@ fn csv_lines(bytes: &[u8]) -> Vec<String> {
 
 /// Order-independent digest of a table file read by `cxrlake sql` (local path or URL).
 fn file_digest(run: &dyn Fn(&[&str]) -> Output, location: &str) -> (usize, u64) {
-    let json = ok(run(&[
-        "sql",
-        "--format",
-        "json",
-        &format!("SELECT * FROM '{location}'"),
-    ]));
-    let rows: Vec<serde_json::Value> = serde_json::from_str(&json).expect("json rows");
+    let rows = crate::snapshot::rows(run, &format!("'{location}'"));
     let mut lines: Vec<String> = rows.iter().map(ToString::to_string).collect();
     lines.sort();
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    lines.hash(&mut hasher);
-    (lines.len(), hasher.finish())
-}
-
-/// The number of rows of `query`'s single count.
-fn count(output: Output) -> usize {
-    let json = ok(output);
-    let rows: Vec<serde_json::Value> = serde_json::from_str(&json).expect("json rows");
-    rows.first()
-        .and_then(|row| row.as_object())
-        .and_then(|row| row.values().next())
-        .and_then(serde_json::Value::as_u64)
-        .expect("a count") as usize
+    (lines.len(), crate::snapshot::hash(&lines))
 }
 
 #[test]
@@ -275,19 +255,9 @@ fn the_pipeline_on_s3_equals_the_local_run_and_exports_to_s3() {
     assert!(tables >= 5, "only {tables} Parquet files compared");
 
     // Outside tools read both back through S3.
-    let qa = count(server.cxrlake(
-        &lake,
-        &["sql", "--format", "json", "SELECT count(*) FROM qa"],
-    ));
-    let ft = count(server.cxrlake(
-        &lake,
-        &[
-            "sql",
-            "--format",
-            "json",
-            "SELECT count(*) FROM qa WHERE rating >= 'A'",
-        ],
-    ));
+    let in_lake = |args: &[&str]| server.cxrlake(&lake, args);
+    let qa = count_by(&in_lake, "SELECT count(*) FROM qa");
+    let ft = count_by(&in_lake, "SELECT count(*) FROM qa WHERE rating >= 'A'");
     let (qa_text, ft_text) = (qa.to_string(), ft.to_string());
     let release = format!("{BUCKET}/release");
     let lake_key = format!("{BUCKET}/lake");
@@ -309,10 +279,10 @@ fn the_pipeline_on_s3_equals_the_local_run_and_exports_to_s3() {
         &imported,
         &["import", "release", &format!("s3://{BUCKET}/release")],
     ));
-    let back = count(server.cxrlake(
-        &imported,
-        &["sql", "--format", "json", "SELECT count(*) FROM qa"],
-    ));
+    let back = count_by(
+        &|args: &[&str]| server.cxrlake(&imported, args),
+        "SELECT count(*) FROM qa",
+    );
     assert_eq!(back, qa);
 }
 

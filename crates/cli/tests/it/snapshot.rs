@@ -87,14 +87,7 @@ impl Snapshot {
 /// The order-independent digest of table `table`'s rows, without the columns that differ
 /// between runs (see the module's documentation).
 fn digest(run: &dyn Fn(&[&str]) -> Output, table: &str) -> u64 {
-    let json = ok(run(&[
-        "sql",
-        "--format",
-        "json",
-        &format!("SELECT * FROM {table}"),
-    ]));
-    let rows: Vec<serde_json::Value> = serde_json::from_str(&json).expect("json rows");
-    let mut lines: Vec<String> = rows
+    let mut lines: Vec<String> = rows(run, table)
         .into_iter()
         .map(|mut row| {
             if table == "runs"
@@ -118,6 +111,22 @@ fn digest(run: &dyn Fn(&[&str]) -> Output, table: &str) -> u64 {
     if table == "runs" {
         lines.dedup();
     }
+    hash(&lines)
+}
+
+/// Every row of `SELECT * FROM <from>` (a table, or a quoted file or URL), through `run`.
+pub(crate) fn rows(run: &dyn Fn(&[&str]) -> Output, from: &str) -> Vec<serde_json::Value> {
+    let json = ok(run(&[
+        "sql",
+        "--format",
+        "json",
+        &format!("SELECT * FROM {from}"),
+    ]));
+    serde_json::from_str(&json).expect("json rows")
+}
+
+/// The hash of `lines` (sorted by the caller when their order does not count).
+pub(crate) fn hash(lines: &[String]) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     lines.hash(&mut hasher);
     hasher.finish()
