@@ -18,6 +18,7 @@ mod llm_ask;
 pub mod localize;
 pub mod map;
 pub mod mimic_cxr_vqa;
+pub mod portable;
 pub mod qa;
 pub mod rating;
 pub mod release;

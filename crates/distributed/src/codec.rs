@@ -5,11 +5,13 @@
 //! Every node a codec writes starts with one byte naming who encoded it (Ballista or cxrlake).
 //! Functions go by name, as in DataFusion: the receiver looks the name up in its session (the
 //! scheduler's and the executors' sessions carry cxrlake's functions) and, failing that, in
-//! cxrlake's own function lists.
+//! cxrlake's own function lists. A stage's own functions (which hold the run's definitions)
+//! travel with their recipe (`cxrlake_udfs::portable`), and the receiver builds them from it.
 
 use std::sync::Arc;
 
 use ballista_core::serde::{BallistaLogicalExtensionCodec, BallistaPhysicalExtensionCodec};
+use cxrlake_udfs::portable;
 use cxrlake_udfs::unnest::SliceUnnestExec;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::arrow::ipc::reader::StreamReader;
@@ -124,12 +126,23 @@ fn tagged(buf: &[u8]) -> Result<(u8, &[u8])> {
         .ok_or_else(|| internal_datafusion_err!("empty cxrlake plan node"))
 }
 
-/// cxrlake's scalar function `name`.
-fn cxrlake_udf(name: &str) -> Result<Arc<ScalarUDF>> {
+/// cxrlake's scalar function `name`, or the stage function a recipe builds (`buf`, what
+/// [`encode_udf`] wrote).
+fn cxrlake_udf(name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
+    if !buf.is_empty() {
+        return portable::receive(name, buf).map(Arc::new);
+    }
     cxrlake_udfs::scalar_functions()
         .into_iter()
         .find(|f| f.name() == name || f.aliases().iter().any(|a| a == name))
         .ok_or_else(|| plan_datafusion_err!("no scalar function named {name} in cxrlake"))
+}
+
+/// A stage function's recipe (nothing for cxrlake's own functions, found by name).
+fn encode_udf(node: &ScalarUDF, buf: &mut Vec<u8>) {
+    if let Some(recipe) = portable::recipe_of(node) {
+        buf.extend_from_slice(recipe);
+    }
 }
 
 /// cxrlake's aggregate function `name`.
@@ -211,8 +224,13 @@ impl LogicalExtensionCodec for CxrlakeLogicalCodec {
         self.ballista.try_encode_file_format(buf, node)
     }
 
-    fn try_decode_udf(&self, name: &str, _buf: &[u8]) -> Result<Arc<ScalarUDF>> {
-        cxrlake_udf(name)
+    fn try_decode_udf(&self, name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
+        cxrlake_udf(name, buf)
+    }
+
+    fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
+        encode_udf(node, buf);
+        Ok(())
     }
 
     fn try_decode_udaf(&self, name: &str, _buf: &[u8]) -> Result<Arc<AggregateUDF>> {
@@ -409,8 +427,13 @@ impl PhysicalExtensionCodec for CxrlakePhysicalCodec {
         }
     }
 
-    fn try_decode_udf(&self, name: &str, _buf: &[u8]) -> Result<Arc<ScalarUDF>> {
-        cxrlake_udf(name)
+    fn try_decode_udf(&self, name: &str, buf: &[u8]) -> Result<Arc<ScalarUDF>> {
+        cxrlake_udf(name, buf)
+    }
+
+    fn try_encode_udf(&self, node: &ScalarUDF, buf: &mut Vec<u8>) -> Result<()> {
+        encode_udf(node, buf);
+        Ok(())
     }
 
     fn try_decode_udaf(&self, name: &str, _buf: &[u8]) -> Result<Arc<AggregateUDF>> {

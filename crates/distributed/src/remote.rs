@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use ballista::prelude::{SessionConfigExt, SessionContextExt};
 use cxrlake_lake::Lake;
-use datafusion::execution::{SessionState, SessionStateBuilder};
+use datafusion::execution::{FunctionRegistry, SessionState, SessionStateBuilder};
+use datafusion::logical_expr::ScalarUDF;
 use datafusion::prelude::SessionContext;
 
 use crate::codec::{CxrlakeLogicalCodec, CxrlakePhysicalCodec};
@@ -108,6 +109,8 @@ impl Engine {
             Self::Ballista { host, port } => (host, *port),
         };
         let scheduler = Self::scheduler(host, port)?;
+        // The session's own functions (a stage's, from their recipes) outlive the upgrade below.
+        let functions: Vec<Arc<ScalarUDF>> = state.scalar_functions().values().cloned().collect();
         // Ballista connects only when the first query runs and then waits: fail at once.
         tokio::time::timeout(
             Duration::from_secs(5),
@@ -135,8 +138,14 @@ impl Engine {
         let ctx =
             SessionContext::remote_with_state(&format!("df://{}", authority(host, port)), state)
                 .await?;
-        // Ballista's upgrade of the session sets DataFusion's function lists: cxrlake's again.
+        // Ballista's upgrade of the session sets DataFusion's function lists: cxrlake's again,
+        // and the session's own.
         cxrlake_udfs::register_all(&ctx);
+        for function in functions {
+            if ctx.udf(function.name()).is_err() {
+                ctx.register_udf(function.as_ref().clone());
+            }
+        }
         Ok(ctx)
     }
 }

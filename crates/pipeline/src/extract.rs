@@ -11,10 +11,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use cxrlake_extract::rules::{RULES_VERSION, RulesExtractor};
+use cxrlake_extract::rules::RULES_VERSION;
 use cxrlake_llm::LlmClient;
 use cxrlake_refdefs::FileKind;
-use cxrlake_udfs::extract::{Naming, llm_functions, rules_functions};
+use cxrlake_udfs::extract::{Naming, llm_functions};
+use cxrlake_udfs::portable::Recipe;
 use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::DataType;
@@ -31,6 +32,7 @@ use crate::scope::Scope;
 use crate::sql::{Statement, collect};
 use crate::stage::{
     Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef, StageReport, Writes,
+    recipe_functions,
 };
 
 /// The stage's declaration.
@@ -92,18 +94,18 @@ impl Stage for Extract {
                 let prompts = pipeline.prompts()?;
                 let config = pipeline.required_llm("extractor")?;
                 let client = cached_client(pipeline, "extract", config, prompts.version()).await?;
-                (llm_functions(&client, &prompts, Naming::Step), Some(client))
+                (
+                    llm_functions(&client, &prompts, Naming::Step).into(),
+                    Some(client),
+                )
             }
             _ => (
-                rules_functions(
-                    &Arc::new(RulesExtractor::new(pipeline.defs())),
-                    Naming::Step,
-                ),
+                recipe_functions("extract", Recipe::RulesExtract, pipeline.defs())?,
                 None,
             ),
         };
         Ok(Prepared::new(
-            functions.into(),
+            functions,
             vec![("extractor", ScalarValue::from(extractor.as_str()))],
         )
         .with_hooks(ExtractHooks {

@@ -10,9 +10,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use cxrlake_judge::Judge as JudgeKind;
 use cxrlake_schemas::Rating;
 use cxrlake_udfs::grade::GradeQaFunc;
 use cxrlake_udfs::judge::JudgeRequestsFunc;
+use cxrlake_udfs::portable::Recipe;
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
@@ -26,6 +28,7 @@ use crate::scope::Scope;
 use crate::sql::{collect, count, first_column_strings};
 use crate::stage::{
     Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef, StageReport, Writes,
+    recipe_functions,
 };
 
 /// The stage's declaration.
@@ -68,14 +71,20 @@ impl Stage for Grade {
         let judge = pipeline.judge()?;
         let id = judge.id();
         refuse_unknown_judge(pipeline, &id).await?;
-        Ok(Prepared::new(
-            vec![
+        let functions = match judge {
+            // Nothing but the judge's id: the stage can run where the plan is sent.
+            JudgeKind::Heuristic => {
+                recipe_functions("grade", Recipe::HeuristicGrade, pipeline.defs())?
+            }
+            judge => vec![
                 ScalarUDF::from(JudgeRequestsFunc::new(Arc::new(judge))),
                 ScalarUDF::from(GradeQaFunc::new()),
             ],
-            vec![("judge", ScalarValue::from(id.as_str()))],
+        };
+        Ok(
+            Prepared::new(functions, vec![("judge", ScalarValue::from(id.as_str()))])
+                .with_hooks(GradeHooks { judge: id }),
         )
-        .with_hooks(GradeHooks { judge: id }))
     }
 
     fn describe(&self, report: &StageReport) -> String {

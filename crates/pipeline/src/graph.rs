@@ -4,17 +4,16 @@
 //! patients, so memory is bounded by the chunk.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use async_trait::async_trait;
-use cxrlake_map::Reference;
-use cxrlake_udfs::graph::{BuildSceneGraphFunc, GraphRegionsFunc};
-use datafusion::logical_expr::ScalarUDF;
+use cxrlake_udfs::portable::Recipe;
 use datafusion::scalar::ScalarValue;
 
 use crate::error::Result;
 use crate::pipeline::Pipeline;
-use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, Writes};
+use crate::stage::{
+    Chunking, Coverage, Prepared, RunMode, Stage, StageDef, Writes, recipe_functions,
+};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef {
@@ -56,13 +55,8 @@ impl Stage for Graph {
     }
 
     async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
-        let defs = pipeline.defs();
-        let reference = Arc::new(Reference::new(defs));
         Ok(Prepared::new(
-            vec![
-                ScalarUDF::from(GraphRegionsFunc::new(reference.clone(), defs.fingerprint())),
-                ScalarUDF::from(BuildSceneGraphFunc::new(reference, defs.fingerprint())),
-            ],
+            recipe_functions("graph", Recipe::Graph, pipeline.defs())?,
             vec![("embedder", ScalarValue::from("none"))],
         ))
     }

@@ -26,6 +26,7 @@ use async_trait::async_trait;
 use cxrlake_judge::Judge as JudgeKind;
 use cxrlake_llm::LlmClient;
 use cxrlake_udfs::judge::{HeuristicVerdictFunc, JudgeRequestsFunc, LlmVerdictFunc};
+use cxrlake_udfs::portable::Recipe;
 use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
@@ -43,7 +44,7 @@ use crate::scope::Scope;
 use crate::sql::{Statement, collect, count, first_column_strings, register};
 use crate::stage::{
     ChunkInfo, Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef,
-    StageReport, Writes,
+    StageReport, Writes, recipe_functions,
 };
 
 const TABLE: &str = "qa_judgements";
@@ -109,8 +110,8 @@ impl Stage for Judge {
     async fn prepare(&self, pipeline: &Pipeline, mode: RunMode) -> Result<Prepared> {
         let judge = Arc::new(pipeline.judge()?);
         let id = judge.id();
-        let requests = ScalarUDF::from(JudgeRequestsFunc::new(Arc::clone(&judge)));
-        let (verdict, client) = match judge.as_ref() {
+        let requests = || ScalarUDF::from(JudgeRequestsFunc::new(Arc::clone(&judge)));
+        let (functions, client) = match judge.as_ref() {
             JudgeKind::Llm { prompts, .. } if mode == RunMode::Write => {
                 let config = pipeline.required_llm("judge")?;
                 let client =
@@ -121,16 +122,24 @@ impl Stage for Judge {
                     Arc::clone(prompts),
                 )))
                 .into_scalar_udf();
-                (verdict, Some(client))
+                (vec![requests(), verdict], Some(client))
             }
-            _ => (ScalarUDF::from(HeuristicVerdictFunc::new()), None),
+            // Nothing but rules: the stage can run where the plan is sent.
+            JudgeKind::Heuristic => (
+                recipe_functions("judge", Recipe::HeuristicJudge, pipeline.defs())?,
+                None,
+            ),
+            _ => (
+                vec![requests(), ScalarUDF::from(HeuristicVerdictFunc::new())],
+                None,
+            ),
         };
         let batch = judge.batch() as i64;
         let ctx = pipeline.lake().session().await?;
         let judged = Judged::read(&ctx).await?;
         let failed = failed_hashes(&ctx, &id).await?;
         Ok(Prepared::new(
-            vec![requests, verdict],
+            functions,
             vec![
                 ("judge", ScalarValue::from(id.as_str())),
                 ("judge_batch", ScalarValue::from(batch)),

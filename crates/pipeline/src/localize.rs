@@ -9,12 +9,13 @@
 use std::collections::BTreeMap;
 
 use async_trait::async_trait;
-use cxrlake_udfs::localize::LocalizeRegionsFunc;
-use datafusion::logical_expr::ScalarUDF;
+use cxrlake_udfs::portable::Recipe;
 
 use crate::error::Result;
 use crate::pipeline::Pipeline;
-use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, Writes};
+use crate::stage::{
+    Chunking, Coverage, Prepared, RunMode, Stage, StageDef, Writes, recipe_functions,
+};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef {
@@ -50,7 +51,12 @@ impl Stage for Localize {
     }
 
     async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
-        let function = LocalizeRegionsFunc::new(pipeline.defs(), pipeline.config().min_area);
-        Ok(Prepared::new(vec![ScalarUDF::from(function)], Vec::new()))
+        let recipe = Recipe::Localize {
+            min_area: pipeline.config().min_area,
+        };
+        Ok(Prepared::new(
+            recipe_functions("localize", recipe, pipeline.defs())?,
+            Vec::new(),
+        ))
     }
 }

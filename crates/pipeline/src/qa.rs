@@ -8,23 +8,22 @@
 //! judge and grade recompute the whole scope anyway.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use async_trait::async_trait;
-use cxrlake_map::Reference;
-use cxrlake_qa::{Balance, Engine, unit_hash};
-use cxrlake_udfs::qa::GenerateQaFunc;
+use cxrlake_qa::{Balance, unit_hash};
+use cxrlake_udfs::portable::Recipe;
 use datafusion::arrow::array::{Array, ArrayRef, AsArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type};
-use datafusion::logical_expr::ScalarUDF;
 use datafusion::prelude::SessionContext;
 
 use crate::error::{PipelineError, Result};
 use crate::pipeline::Pipeline;
 use crate::scope::Scope;
 use crate::sql::{collect, count, first_column_strings};
-use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
+use crate::stage::{
+    Chunking, Coverage, Prepared, RunMode, Stage, StageDef, StageReport, Writes, recipe_functions,
+};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef {
@@ -75,20 +74,12 @@ impl Stage for Qa {
                     .into(),
             ));
         }
-        let balance = read_balance(&ctx).await?;
-        let identity = format!(
-            "{}/{}/{}",
-            defs.fingerprint(),
-            templates.version(),
-            balance.identity()
-        );
-        let engine = Arc::new(Engine::new(
-            templates.as_ref().clone(),
-            Reference::new(defs),
-            balance,
-        ));
+        let recipe = Recipe::Qa {
+            templates: templates.files().to_vec(),
+            balance: read_balance(&ctx).await?,
+        };
         Ok(Prepared::new(
-            vec![ScalarUDF::from(GenerateQaFunc::new(engine, identity))],
+            recipe_functions("qa", recipe, defs)?,
             Vec::new(),
         ))
     }

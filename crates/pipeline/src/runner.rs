@@ -13,9 +13,9 @@
 //!  hooks.finish ──► StageReport
 //! ```
 //!
-//! With the `engine` setting on a Ballista cluster, the chunk sessions of a stage that calls no
-//! function of its own are clients of the cluster: its statements run there and their results
-//! come back here (see `stage_engine`).
+//! With the `engine` setting on a Ballista cluster, the chunk sessions of a stage whose functions
+//! all travel (cxrlake's own, and stage functions with a recipe) are clients of the cluster: its
+//! statements run there and their results come back here (see `stage_engine`).
 //!
 //! A killed run leaves its last commits' metrics saying `chunk k of n`, which the planner sees:
 //! the stage reruns. Progress is an indicatif bar per stage on stderr (hidden when stderr is not
@@ -28,6 +28,7 @@ use std::time::Instant;
 use cxrlake_distributed::Engine;
 use cxrlake_lake::{Lake, StageCommit};
 use cxrlake_schemas::TableDef;
+use cxrlake_udfs::portable;
 use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::datasource::MemTable;
@@ -503,18 +504,19 @@ async fn count_studies(ctx: &SessionContext, stage: &'static str, table: &str) -
 }
 
 /// Where the statements of `stage` run: on the Ballista cluster of the `engine` setting when
-/// the stage calls no function of its own (those hold the run's definitions, templates, LLM
-/// clients and caches, which executors do not have), else here. Either way the results come
-/// back here, where they are conformed, written and committed.
+/// every function it calls can be rebuilt there (cxrlake's own, and stage functions with a
+/// recipe: `cxrlake_udfs::portable`), else here (functions that call an LLM or fill a cache of
+/// this process). Either way the results come back here, where they are conformed, written and
+/// committed.
 fn stage_engine(lake: &Lake, stage: &'static str, prepared: &Prepared) -> Result<Engine> {
     let engine: Engine = lake.settings().cxrlake.engine.parse()?;
     if engine == Engine::Local {
         return Ok(engine);
     }
-    if let Some(function) = prepared.functions.first() {
+    if let Some(function) = prepared.functions.iter().find(|f| !portable::travels(f)) {
         tracing::info!(
             stage,
-            "the stage's SQL runs in this process: it calls the stage's own functions ({}, …)",
+            "the stage's SQL runs in this process: {} calls an LLM or fills a cache here",
             function.name()
         );
         return Ok(Engine::Local);

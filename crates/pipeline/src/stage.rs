@@ -16,14 +16,16 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use async_trait::async_trait;
+use cxrlake_refdefs::RefDefs;
 use cxrlake_schemas::TableDef;
+use cxrlake_udfs::portable::{self, Recipe};
 use datafusion::arrow::array::RecordBatch;
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::prelude::{Expr, SessionContext};
 use datafusion::scalar::ScalarValue;
 use serde_json::Value;
 
-use crate::error::Result;
+use crate::error::{PipelineError, Result};
 use crate::fingerprint::Fingerprint;
 use crate::incremental::StagePlan;
 use crate::pipeline::Pipeline;
@@ -123,6 +125,16 @@ impl fmt::Debug for Prepared {
             .field("params", &self.params)
             .finish_non_exhaustive()
     }
+}
+
+/// A stage's functions built from `recipe` over `defs`: they travel to a cluster's executors
+/// with it (`cxrlake_udfs::portable`).
+pub(crate) fn recipe_functions(
+    stage: &'static str,
+    recipe: Recipe,
+    defs: &RefDefs,
+) -> Result<Vec<ScalarUDF>> {
+    portable::stage_functions(recipe, defs).map_err(|e| PipelineError::query(stage, e))
 }
 
 impl Prepared {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 /// Sampling probabilities and correlations, one entry per region and finding (`qa_balance`).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Balance {
     /// Regions with a non-zero sampling probability, by name.
     pub regions: Vec<(String, f64)>,

@@ -559,6 +559,8 @@ pub struct Templates {
     /// Templates in id order.
     pub templates: Vec<Template>,
     version: String,
+    /// The `(file name, text)` pairs it was parsed from, in name order.
+    files: Vec<(String, String)>,
 }
 
 impl Templates {
@@ -637,12 +639,19 @@ impl Templates {
             version: format!("{}+{}", strategies.version, &digest[..12]),
             strategies,
             templates: parsed,
+            files,
         })
     }
 
     /// `"<strategies version>+<12 hex of sha256 over every file>"`.
     pub fn version(&self) -> &str {
         &self.version
+    }
+
+    /// The `(file name, text)` pairs it was parsed from ([`Templates::from_files`] builds the
+    /// same templates from them).
+    pub fn files(&self) -> &[(String, String)] {
+        &self.files
     }
 
     /// The template `id`.

@@ -193,36 +193,54 @@ fn sql_on_ballista_equals_local() {
     );
 }
 
+/// Whether a log line of `cxrlake -v` is about stage `stage`.
+pub(crate) fn names_stage(line: &str, stage: &str) -> bool {
+    line.contains(&format!("stage=\"{stage}\"")) || line.contains(&format!("stage={stage} "))
+}
+
 #[test]
-fn stages_without_functions_of_their_own_run_on_ballista() {
+fn stages_run_on_ballista_when_their_functions_travel() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lake = ingested_lake(dir.path(), 20, 6);
     ok(cxrlake(&lake, &["run", "--set", "chunk_patients=2"]));
     let cluster = Cluster::start(dir.path());
-    let balance = "SELECT * FROM qa_balance ORDER BY kind, name";
-    let local = ok(cxrlake(&lake, &["sql", balance, "--format", "json"]));
-    let before = table_version(&lake, "qa_balance");
+    let tables = "SELECT * FROM qa_balance ORDER BY kind, name";
+    let graphs = "SELECT study_id, regions, observations FROM scene_graphs ORDER BY study_id";
+    let local = [tables, graphs].map(|q| ok(cxrlake(&lake, &["sql", q, "--format", "json"])));
+    let before = [
+        table_version(&lake, "qa_balance"),
+        table_version(&lake, "scene_graphs"),
+    ];
     for (stage, where_) in [
-        (
-            "balance",
-            format!("the stage's SQL runs on {}", cluster.engine),
-        ),
-        // graph calls its own functions (the run's definitions): it stays here.
-        ("graph", "the stage's SQL runs in this process".to_string()),
+        ("balance", format!("runs on {}", cluster.engine)),
+        // graph's functions hold the run's definitions: they travel with their recipe.
+        ("graph", format!("runs on {}", cluster.engine)),
+        // map's functions fill this process's embedding cache: it stays here.
+        ("map", "runs in this process".to_string()),
     ] {
         let output = cxrlake(&lake, &["-v", "--engine", &cluster.engine, "run", stage]);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(output.status.success(), "{stderr}");
-        assert!(stderr.contains(&where_), "{stage}: {stderr}");
+        let line = stderr
+            .lines()
+            .find(|l| names_stage(l, stage) && l.contains("the stage's SQL runs"))
+            .unwrap_or_else(|| panic!("no line says where {stage} runs:\n{stderr}"));
+        assert!(line.contains(&where_), "{stage}: {line}");
     }
-    assert_ne!(
+    let after = [
         table_version(&lake, "qa_balance"),
-        before,
-        "balance did not commit"
-    );
-    let distributed = ok(cxrlake(&lake, &["sql", balance, "--format", "json"]));
+        table_version(&lake, "scene_graphs"),
+    ];
+    assert_ne!(after[0], before[0], "balance did not commit");
+    assert_ne!(after[1], before[1], "graph did not commit");
+    let distributed = [tables, graphs].map(|q| ok(cxrlake(&lake, &["sql", q, "--format", "json"])));
     assert_eq!(local, distributed);
-    assert!(local.matches("\"kind\"").count() > 10, "{local}");
+    assert!(local[0].matches("\"kind\"").count() > 10, "{}", local[0]);
+    assert!(
+        local[1].matches("\"study_id\"").count() == 20,
+        "{}",
+        local[1]
+    );
 }
 
 #[test]

@@ -96,7 +96,13 @@ fn digest(run: &dyn Fn(&[&str]) -> Output, table: &str) -> u64 {
                 object.remove("run_id");
                 object.remove("started_at");
                 if let Some(serde_json::Value::Array(settings)) = object.get_mut("settings") {
-                    settings.retain(|s| s.get("key").and_then(|k| k.as_str()) != Some("lake"));
+                    // Where the lake is and where queries ran do not change what is in it.
+                    settings.retain(|s| {
+                        !matches!(
+                            s.get("key").and_then(|k| k.as_str()),
+                            Some("lake" | "engine")
+                        )
+                    });
                     for setting in settings.iter_mut() {
                         if let Some(setting) = setting.as_object_mut() {
                             setting.remove("source");
