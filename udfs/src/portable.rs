@@ -12,15 +12,16 @@
 //! ```
 //!
 //! A stage whose functions call an LLM or fill a cache in the driver (LLM extraction and
-//! judging, embedding matches) has no recipe: it runs in the driver.
+//! judging, matches with a model embedder) has no recipe: it runs in the driver.
 
 use std::collections::HashMap;
 use std::io::Read;
 use std::sync::{Arc, LazyLock, Mutex};
 
+use cxrlake_embed::LexicalEmbedder;
 use cxrlake_extract::rules::RulesExtractor;
 use cxrlake_judge::Judge;
-use cxrlake_map::Reference;
+use cxrlake_map::{ConceptIndex, Reference};
 use cxrlake_qa::{Balance, Engine};
 use cxrlake_refdefs::{RefDefs, Sources};
 use cxrlake_templates::Templates;
@@ -41,6 +42,7 @@ use crate::grade::GradeQaFunc;
 use crate::graph::{BuildSceneGraphFunc, GraphRegionsFunc};
 use crate::judge::{HeuristicVerdictFunc, JudgeRequestsFunc};
 use crate::localize::LocalizeRegionsFunc;
+use crate::map::{MapObservationsFunc, MatchConceptFunc};
 use crate::qa::GenerateQaFunc;
 
 /// How to build a stage's functions from the reference definitions and data alone.
@@ -53,6 +55,12 @@ pub enum Recipe {
     },
     /// `extract` with the rules extractor: the three extraction steps.
     RulesExtract,
+    /// `map` with the lexical embedder (recomputed wherever it runs, nothing cached):
+    /// `match_concept` and `map_observations`.
+    LexicalMap {
+        /// `cxrlake.match_threshold`.
+        threshold: f32,
+    },
     /// `graph`: `graph_regions` and `build_scene_graph`.
     Graph,
     /// `qa`: `generate_qa` over these templates and sampling inputs.
@@ -78,6 +86,19 @@ impl Recipe {
             }
             Self::RulesExtract => {
                 rules_functions(&Arc::new(RulesExtractor::new(defs)), Naming::Step).into()
+            }
+            Self::LexicalMap { threshold } => {
+                let embedder = Arc::new(LexicalEmbedder::new());
+                let concepts = ConceptIndex::new(defs, embedder, *threshold, HashMap::new())
+                    .map_err(|e| plan_datafusion_err!("map's concepts: {e}"))?;
+                let concepts = Arc::new(concepts);
+                vec![
+                    ScalarUDF::from(MatchConceptFunc::new(concepts.clone())),
+                    ScalarUDF::from(MapObservationsFunc::new(
+                        concepts,
+                        Arc::new(Reference::new(defs)),
+                    )),
+                ]
             }
             Self::Graph => {
                 let reference = Arc::new(Reference::new(defs));
@@ -281,6 +302,7 @@ mod tests {
         for recipe in [
             Recipe::Localize { min_area: 50.0 },
             Recipe::RulesExtract,
+            Recipe::LexicalMap { threshold: 0.8 },
             Recipe::Graph,
             Recipe::Qa {
                 templates: templates.files().to_vec(),

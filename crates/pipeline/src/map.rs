@@ -17,6 +17,7 @@ use cxrlake_lake::{Lake, StageCommit};
 use cxrlake_map::{ConceptIndex, ConceptKind, Reference};
 use cxrlake_refdefs::RefDefs;
 use cxrlake_udfs::map::{MapObservationsFunc, MatchConceptFunc};
+use cxrlake_udfs::portable::Recipe;
 use datafusion::arrow::array::{AsArray, ListArray, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float32Type};
@@ -35,6 +36,7 @@ use crate::scope::Scope;
 use crate::sql::{collect, count, first_column_strings};
 use crate::stage::{
     Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef, StageReport, Writes,
+    recipe_functions,
 };
 
 /// The stage's declaration.
@@ -119,15 +121,25 @@ impl Stage for Map {
                 "cxrlake.match_threshold must be a cosine similarity of at most 1, got {threshold}"
             )));
         }
-        let ctx = pipeline.lake().session().await?;
         let embedder = pipeline.embedder()?;
-        let mut texts = Vec::new();
-        let mut preloaded = HashMap::new();
-        if !embedder.is_cheap() {
-            texts = first_column_strings("map", &collect(&ctx, "map", &texts_sql()?).await?)?;
-            texts.extend(ConceptIndex::reference_texts(defs));
-            preloaded = read_cache(&ctx, embedder.id(), &texts).await?;
+        let params = vec![("embedder", ScalarValue::from(embedder.id()))];
+        if embedder.is_cheap() {
+            // Recomputed wherever it runs, nothing cached: the functions can travel.
+            let recipe = Recipe::LexicalMap { threshold };
+            return Ok(
+                Prepared::new(recipe_functions("map", recipe, defs)?, params).with_hooks(
+                    MapHooks {
+                        concepts: None,
+                        embedder,
+                        cached: 0,
+                    },
+                ),
+            );
         }
+        let ctx = pipeline.lake().session().await?;
+        let mut texts = first_column_strings("map", &collect(&ctx, "map", &texts_sql()?).await?)?;
+        texts.extend(ConceptIndex::reference_texts(defs));
+        let preloaded = read_cache(&ctx, embedder.id(), &texts).await?;
         let cached = preloaded.len();
         let concepts = Arc::new(
             ConceptIndex::new(defs, embedder.clone(), threshold, preloaded)
@@ -142,10 +154,10 @@ impl Stage for Map {
                 ScalarUDF::from(MatchConceptFunc::new(concepts.clone())),
                 ScalarUDF::from(MapObservationsFunc::new(concepts.clone(), reference)),
             ],
-            vec![("embedder", ScalarValue::from(embedder.id()))],
+            params,
         )
         .with_hooks(MapHooks {
-            concepts,
+            concepts: Some(concepts),
             embedder,
             cached,
         }))
@@ -225,9 +237,10 @@ impl Stage for Map {
     }
 }
 
-/// The map run's state: the concept index, whose newly computed vectors go to the cache.
+/// The map run's state: the concept index, whose newly computed vectors go to the cache (none
+/// for an embedder cheaper than its cache).
 struct MapHooks {
-    concepts: Arc<ConceptIndex>,
+    concepts: Option<Arc<ConceptIndex>>,
     embedder: Arc<dyn Embedder>,
     cached: usize,
 }
@@ -235,7 +248,11 @@ struct MapHooks {
 #[async_trait]
 impl RunHooks for MapHooks {
     async fn finish(&mut self, pipeline: &Pipeline, scope: &Scope) -> Result<Metrics> {
-        let computed = self.concepts.computed_vectors();
+        let computed = self
+            .concepts
+            .as_ref()
+            .map(|c| c.computed_vectors())
+            .unwrap_or_default();
         if !computed.is_empty() {
             write_cache(pipeline.lake(), self.embedder.id(), &computed).await?;
         }

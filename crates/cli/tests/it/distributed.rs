@@ -211,21 +211,31 @@ fn stages_run_on_ballista_when_their_functions_travel() {
         table_version(&lake, "qa_balance"),
         table_version(&lake, "scene_graphs"),
     ];
-    for (stage, where_) in [
-        ("balance", format!("runs on {}", cluster.engine)),
-        // graph's functions hold the run's definitions: they travel with their recipe.
-        ("graph", format!("runs on {}", cluster.engine)),
-        // map's functions fill this process's embedding cache: it stays here.
-        ("map", "runs in this process".to_string()),
+    let on_cluster = format!("runs on {}", cluster.engine);
+    for (args, stage, where_) in [
+        (&["balance"][..], "balance", on_cluster.as_str()),
+        // The functions of graph and map (lexical embedder) hold the run's definitions: they
+        // travel with their recipe.
+        (&["graph"][..], "graph", on_cluster.as_str()),
+        (&["map"][..], "map", on_cluster.as_str()),
+        // The offline ReXVQA generator has no recipe: it stays here.
+        (
+            &["--flavour", "rexvqa"][..],
+            "rexvqa_generate",
+            "runs in this process",
+        ),
     ] {
-        let output = cxrlake(&lake, &["-v", "--engine", &cluster.engine, "run", stage]);
+        let output = cxrlake(
+            &lake,
+            &[&["-v", "--engine", &cluster.engine, "run"][..], args].concat(),
+        );
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(output.status.success(), "{stderr}");
         let line = stderr
             .lines()
             .find(|l| names_stage(l, stage) && l.contains("the stage's SQL runs"))
             .unwrap_or_else(|| panic!("no line says where {stage} runs:\n{stderr}"));
-        assert!(line.contains(&where_), "{stage}: {line}");
+        assert!(line.contains(where_), "{stage}: {line}");
     }
     let after = [
         table_version(&lake, "qa_balance"),
