@@ -158,6 +158,19 @@ fn csv_lines(bytes: &[u8]) -> Vec<String> {
     lines
 }
 
+/// Asserts that every table of the server's lake `lake` has the rows of the folder lake `local`
+/// (which has QA pairs).
+fn same_tables(server: &S3Server, lake: &str, local: &Path) {
+    let want = Snapshot::of(local);
+    let got = Snapshot::by(&|args| server.cxrlake(lake, args));
+    assert!(want.rows("qa") > 0, "the local run wrote no QA pairs");
+    assert_eq!(
+        got.content(),
+        want.content(),
+        "tables differ from the local run's"
+    );
+}
+
 /// Order-independent digest of a table file read by `cxrlake sql` (local path or URL).
 fn file_digest(run: &dyn Fn(&[&str]) -> Output, location: &str) -> (usize, u64) {
     let rows = crate::snapshot::rows(run, &format!("'{location}'"));
@@ -217,14 +230,7 @@ fn the_pipeline_on_s3_equals_the_local_run_and_exports_to_s3() {
     );
 
     // Every table has the same rows.
-    let want = Snapshot::of(&local);
-    let got = Snapshot::by(&|args| server.cxrlake(&lake, args));
-    assert!(want.rows("qa") > 0, "the local run wrote no QA pairs");
-    assert_eq!(
-        got.content(),
-        want.content(),
-        "tables differ between the lakes"
-    );
+    same_tables(&server, &lake, &local);
 
     // The release on S3 has the same files: zips with the same members, table files with the
     // same rows (read through S3 by `cxrlake sql`), the rest byte for byte. The provenance
@@ -368,14 +374,7 @@ fn the_pipeline_on_ballista_with_the_lake_on_s3_equals_the_local_run() {
         assert!(line.contains(&format!("runs on {engine}")), "{line}");
     }
     // Every table has the rows of the local run.
-    let want = Snapshot::of(&local);
-    let got = Snapshot::by(&|args| server.cxrlake(&lake, args));
-    assert!(want.rows("qa") > 0, "the local run wrote no QA pairs");
-    assert_eq!(
-        got.content(),
-        want.content(),
-        "tables differ between the local run and the cluster's"
-    );
+    same_tables(&server, &lake, &local);
 
     // Queries on the cluster equal the local ones.
     for query in [
