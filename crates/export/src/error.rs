@@ -266,6 +266,9 @@ pub enum ExportError {
     /// A lake operation failed.
     #[error(transparent)]
     Lake(#[from] cxrlake_lake::LakeError),
+    /// The engine (a Ballista cluster) could not be reached or refused the query.
+    #[error(transparent)]
+    Engine(#[from] cxrlake_distributed::DistributedError),
     /// A DataFusion operation (reading the table) failed.
     #[error("reading the lake: {0}")]
     DataFusion(#[from] datafusion::error::DataFusionError),

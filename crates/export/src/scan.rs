@@ -4,6 +4,7 @@
 use arrow::array::{ArrayRef, RecordBatch};
 use arrow::compute::cast;
 use arrow::datatypes::DataType;
+use cxrlake_distributed::Engine;
 use cxrlake_lake::Lake;
 use datafusion::dataframe::DataFrame;
 use datafusion::error::DataFusionError;
@@ -17,6 +18,21 @@ pub(crate) async fn session(lake: &Lake) -> Result<datafusion::prelude::SessionC
         .clone()
         .with_session_factory(cxrlake_udfs::session_context_on);
     Ok(lake.session().await?)
+}
+
+/// `ctx` (a [`session`] of `lake`) on the lake's engine (the `engine` setting): itself for a
+/// run in this process, else a client of the Ballista cluster with the same tables, views and
+/// functions, whose queries are planned by its scheduler and read the lake on its executors.
+pub(crate) async fn on_engine(
+    lake: &Lake,
+    ctx: &datafusion::prelude::SessionContext,
+) -> Result<datafusion::prelude::SessionContext> {
+    let engine: Engine = lake.settings().cxrlake.engine.parse()?;
+    if engine == Engine::Local {
+        return Ok(ctx.clone());
+    }
+    tracing::info!("the export's scan of the lake runs on {engine}");
+    Ok(engine.connect(ctx.state()).await?)
 }
 
 /// `table` of the lake, keeping only the rows matching `filter` (SQL over its columns).

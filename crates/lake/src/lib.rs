@@ -5,6 +5,7 @@
 //! <root>/_cxrlake/lake.json        format version, creator
 //! <root>/<table>/_delta_log/…      one Delta table per name of cxrlake_schemas::TABLES
 //! <root>/<table>/part-….parquet
+//! <root>/_cxrlake/scratch/…        a stage's intermediate rows, for a cluster's executors
 //! ```
 
 pub mod commit;
@@ -18,6 +19,7 @@ pub mod portable;
 mod quarantine;
 mod read;
 mod replace;
+mod scratch;
 pub mod store;
 pub mod transfer;
 mod vacuum;

@@ -31,7 +31,6 @@ use cxrlake_schemas::TableDef;
 use cxrlake_udfs::portable;
 use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::datasource::MemTable;
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::prelude::{SessionContext, col, lit};
 use datafusion::scalar::ScalarValue;
@@ -43,7 +42,7 @@ use crate::pipeline::Pipeline;
 use crate::progress::Progress;
 use crate::scope::{Digests, Scope, digest, study_digests_of, table_digests};
 use crate::sql::{
-    collect, conform, count, first_column_strings, patient_ranges, register, run_statement,
+    Holding, collect, conform, count, first_column_strings, hold, patient_ranges, run_statement,
     sql_hash, statements,
 };
 use crate::stage::{ChunkInfo, Chunking, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
@@ -227,8 +226,20 @@ async fn run_chunks(
     let mut version = 0;
     let mut commits = 0usize;
     let mut pending: Option<PendingWrite> = None;
+    // On a cluster, what the statements compute for the next ones is scratch in the lake; a
+    // killed run's is removed first.
+    let on_cluster = engine != Engine::Local;
+    if on_cluster {
+        lake.clear_scratch(name).await?;
+    }
     for (index, chunk) in chunks.iter().enumerate() {
         let last = index + 1 == n_chunks;
+        let folder = format!("{name}/{index}");
+        let holding = if on_cluster {
+            Holding::Lake(lake, &folder)
+        } else {
+            Holding::Memory
+        };
         let ctx = chunk_context(
             lake,
             &lake_ctx,
@@ -237,6 +248,7 @@ async fn run_chunks(
             chunk.rows(),
             scope,
             &prepared.functions,
+            holding,
         )
         .await?;
         let ctx = match &engine {
@@ -311,23 +323,28 @@ async fn run_chunks(
                     .hooks
                     .after_statement(&ctx, statement, &conformed)
                     .await?;
-                register(
+                hold(
                     &ctx,
+                    holding,
                     name,
                     &statement.name,
                     table_schema.clone(),
                     &conformed,
-                )?;
+                )
+                .await?;
                 outputs.push((statement.name.clone(), conformed));
             } else {
                 prepared
                     .hooks
                     .after_statement(&ctx, statement, &batches)
                     .await?;
-                register(&ctx, name, &statement.name, schema, &batches)?;
+                hold(&ctx, holding, name, &statement.name, schema, &batches).await?;
             }
         }
         drop(ctx);
+        if on_cluster {
+            lake.clear_scratch(&folder).await?;
+        }
         if mode == RunMode::CountOnly {
             progress.advance(sizes[index] as u64);
             continue;
@@ -540,6 +557,7 @@ async fn chunk_context(
     rows: Rows<'_>,
     scope: &Scope,
     functions: &[ScalarUDF],
+    holding: Holding<'_>,
 ) -> Result<SessionContext> {
     let (stage, inputs) = (def.name, def.inputs);
     let ctx = cxrlake_udfs::session_context_on(lake_ctx.copied_config(), lake_ctx.runtime_env());
@@ -578,9 +596,7 @@ async fn chunk_context(
                     .iter()
                     .map(|b| cxrlake_lake::cast_batch(b, &schema))
                     .collect::<std::result::Result<Vec<_>, _>>()?;
-                let table_data = MemTable::try_new(schema, vec![batches]).map_err(query)?;
-                ctx.register_table(*table, Arc::new(table_data))
-                    .map_err(query)?;
+                hold(&ctx, holding, stage, table, schema, &batches).await?;
             }
             _ => {
                 ctx.register_table(*table, frame.into_view())
@@ -600,6 +616,14 @@ async fn chunk_context(
     let scope_batch =
         RecordBatch::try_new(scope_schema.clone(), vec![Arc::new(StringArray::from(ids))])
             .map_err(|e| query(e.into()))?;
-    register(&ctx, stage, RUN_SCOPE_TABLE, scope_schema, &[scope_batch])?;
+    hold(
+        &ctx,
+        holding,
+        stage,
+        RUN_SCOPE_TABLE,
+        scope_schema,
+        &[scope_batch],
+    )
+    .await?;
     Ok(ctx)
 }

@@ -2,17 +2,19 @@
 //! result to the table's schema (with struct flattening), and the SQL hash of the fingerprint.
 //!
 //! ```text
-//! -- @step <name>     the result is registered as the in-memory table <name> for the
-//!                     statements after it
+//! -- @step <name>     the result is registered as the table <name> for the statements
+//!                     after it (in memory, or in the lake's scratch on a cluster)
 //! -- @table <name>    the result is also written to the lake table <name>; a struct column
 //!                     flattened with `unnest(s)` fills the table's columns by field name
 //! ```
 
 use std::sync::Arc;
 
+use cxrlake_lake::Lake;
 use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, new_null_array};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
+use datafusion::catalog::TableProvider;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 use datafusion::scalar::ScalarValue;
@@ -241,11 +243,44 @@ pub(crate) async fn run_statement(
     Ok((schema, batches))
 }
 
-/// Registers `batches` as the in-memory table `name`, shadowing a lake table of that name.
+/// Where a stage keeps the rows its statements compute for the statements after them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Holding<'a> {
+    /// In memory (a run in this process).
+    Memory,
+    /// As scratch tables in the lake, under one folder per chunk: a cluster's executors read
+    /// them as files instead of receiving them inside every plan.
+    Lake(&'a Lake, &'a str),
+}
+
+/// Registers `batches` as the table `name`, shadowing a lake table of that name, in memory or
+/// in the lake's scratch as `holding` says.
 ///
 /// View-typed strings become plain ones: a string view array taken from a join or an aggregate
 /// references every data buffer of its source, and DataFusion counts them all for each batch
 /// it passes on (a join probing such a table spent most of its time counting memory).
+pub(crate) async fn hold(
+    ctx: &SessionContext,
+    holding: Holding<'_>,
+    stage: &'static str,
+    name: &str,
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<()> {
+    let (schema, batches) = plain(stage, schema, batches)?;
+    let table: Arc<dyn TableProvider> = match holding {
+        Holding::Memory => Arc::new(
+            MemTable::try_new(schema, vec![batches]).map_err(|e| PipelineError::query(stage, e))?,
+        ),
+        Holding::Lake(lake, folder) => {
+            lake.put_scratch(folder, name, schema, &batches, &ctx.runtime_env())
+                .await?
+        }
+    };
+    shadow(ctx, stage, name, table)
+}
+
+/// Registers `batches` as the in-memory table `name` (see [`hold`]).
 pub(crate) fn register(
     ctx: &SessionContext,
     stage: &'static str,
@@ -253,30 +288,47 @@ pub(crate) fn register(
     schema: SchemaRef,
     batches: &[RecordBatch],
 ) -> Result<()> {
-    let error = |e: datafusion::arrow::error::ArrowError| PipelineError::query(stage, e.into());
-    let (schema, batches) = if schema
+    let (schema, batches) = plain(stage, schema, batches)?;
+    let table =
+        MemTable::try_new(schema, vec![batches]).map_err(|e| PipelineError::query(stage, e))?;
+    shadow(ctx, stage, name, Arc::new(table))
+}
+
+/// Registers `table` as `name` in place of what had that name.
+fn shadow(
+    ctx: &SessionContext,
+    stage: &'static str,
+    name: &str,
+    table: Arc<dyn TableProvider>,
+) -> Result<()> {
+    // register_table refuses an existing name, and the lake's table of that name is registered.
+    ctx.deregister_table(name)
+        .map_err(|e| PipelineError::query(stage, e))?;
+    ctx.register_table(name, table)
+        .map_err(|e| PipelineError::query(stage, e))?;
+    Ok(())
+}
+
+/// `batches` with plain strings where `schema` has views.
+fn plain(
+    stage: &'static str,
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+    if !schema
         .fields()
         .iter()
         .any(|f| cxrlake_lake::has_view_types(f.data_type()))
     {
-        let plain = cxrlake_lake::portable_schema(&schema);
-        let batches = batches
-            .iter()
-            .map(|batch| cxrlake_lake::portable_batch(batch, &plain))
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(error)?;
-        (plain, batches)
-    } else {
-        (schema, batches.to_vec())
-    };
-    let table =
-        MemTable::try_new(schema, vec![batches]).map_err(|e| PipelineError::query(stage, e))?;
-    // register_table refuses an existing name, and the lake's table of that name is registered.
-    ctx.deregister_table(name)
-        .map_err(|e| PipelineError::query(stage, e))?;
-    ctx.register_table(name, Arc::new(table))
-        .map_err(|e| PipelineError::query(stage, e))?;
-    Ok(())
+        return Ok((schema, batches.to_vec()));
+    }
+    let plain = cxrlake_lake::portable_schema(&schema);
+    let batches = batches
+        .iter()
+        .map(|batch| cxrlake_lake::portable_batch(batch, &plain))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(|e| PipelineError::query(stage, e.into()))?;
+    Ok((plain, batches))
 }
 
 /// The non-null values of the first column of `batches` as strings.

@@ -179,6 +179,37 @@ fn file_digest(run: &dyn Fn(&[&str]) -> Output, location: &str) -> (usize, u64) 
     (lines.len(), crate::snapshot::hash(&lines))
 }
 
+/// A release: its folder on this machine (an S3 server's folder for a bucket's), where
+/// `cxrlake sql` reads it, and how to run `cxrlake` there.
+type Release<'a> = (&'a Path, &'a str, &'a dyn Fn(&[&str]) -> Output);
+
+/// Asserts that release `got` has the files of release `want`: zips with the same members,
+/// table files with the same rows (read by `cxrlake sql`), the rest byte for byte. The
+/// provenance table names commit times, which differ between two runs.
+fn same_release(want: Release<'_>, got: Release<'_>) {
+    let (want_files, got_files) = (files(want.0), files(got.0));
+    let names = |f: &BTreeMap<String, Vec<u8>>| f.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(names(&got_files), names(&want_files));
+    let mut tables = 0;
+    for (name, bytes) in &want_files {
+        let other = &got_files[name];
+        if name.ends_with(".zip") {
+            assert_eq!(members(other), members(bytes), "{name}");
+        } else if name.ends_with(".csv.gz") {
+            assert_eq!(csv_lines(other), csv_lines(bytes), "{name}");
+        } else if name.ends_with(".parquet") {
+            let digest = |(_, location, run): Release<'_>| {
+                file_digest(run, &format!("{}/{name}", location.trim_end_matches('/')))
+            };
+            assert_eq!(digest(got), digest(want), "{name}");
+            tables += 1;
+        } else if !name.ends_with("provenance.csv") && !name.ends_with("index.html") {
+            assert_eq!(other, bytes, "{name}");
+        }
+    }
+    assert!(tables >= 5, "only {tables} Parquet files compared");
+}
+
 #[test]
 fn the_pipeline_on_s3_equals_the_local_run_and_exports_to_s3() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -232,33 +263,17 @@ fn the_pipeline_on_s3_equals_the_local_run_and_exports_to_s3() {
     // Every table has the same rows.
     same_tables(&server, &lake, &local);
 
-    // The release on S3 has the same files: zips with the same members, table files with the
-    // same rows (read through S3 by `cxrlake sql`), the rest byte for byte. The provenance
-    // table names commit times, which differ between the two runs.
-    let local_files = files(&local_release);
-    let remote_files = files(&server.root.join(BUCKET).join("release"));
-    let names = |f: &BTreeMap<String, Vec<u8>>| f.keys().cloned().collect::<Vec<_>>();
-    assert_eq!(names(&remote_files), names(&local_files));
+    // The release on S3 has the same files as the local one.
     let local_run = |args: &[&str]| cxrlake(&local, args);
     let remote_run = |args: &[&str]| server.cxrlake(&lake, args);
-    let mut tables = 0;
-    for (name, bytes) in &local_files {
-        let remote = &remote_files[name];
-        if name.ends_with(".zip") {
-            assert_eq!(members(remote), members(bytes), "{name}");
-        } else if name.ends_with(".csv.gz") {
-            assert_eq!(csv_lines(remote), csv_lines(bytes), "{name}");
-        } else if name.ends_with(".parquet") {
-            let local_path = local_release.join(name);
-            let want = file_digest(&local_run, local_path.to_str().expect("utf8"));
-            let got = file_digest(&remote_run, &format!("s3://{BUCKET}/release/{name}"));
-            assert_eq!(got, want, "{name}");
-            tables += 1;
-        } else if !name.ends_with("provenance.csv") && !name.ends_with("index.html") {
-            assert_eq!(remote, bytes, "{name}");
-        }
-    }
-    assert!(tables >= 5, "only {tables} Parquet files compared");
+    same_release(
+        (&local_release, &local_release.to_string_lossy(), &local_run),
+        (
+            &server.root.join(BUCKET).join("release"),
+            &format!("s3://{BUCKET}/release"),
+            &remote_run,
+        ),
+    );
 
     // Outside tools read both back through S3.
     let in_lake = |args: &[&str]| server.cxrlake(&lake, args);
@@ -373,8 +388,46 @@ fn the_pipeline_on_ballista_with_the_lake_on_s3_equals_the_local_run() {
             .unwrap_or_else(|| panic!("no line says where {stage} runs:\n{stderr}"));
         assert!(line.contains(&format!("runs on {engine}")), "{line}");
     }
-    // Every table has the rows of the local run.
+    // Every table has the rows of the local run, and no scratch table is left.
     same_tables(&server, &lake, &local);
+    let scratch = server.root.join(BUCKET).join("lake/_cxrlake/scratch");
+    assert!(
+        !scratch.exists() || files(&scratch).is_empty(),
+        "scratch left in {}",
+        scratch.display()
+    );
+
+    // The release exported with the lake's scan on the cluster equals the one exported here.
+    let export = |out: &str, on: &[&str]| {
+        let out = format!("s3://{BUCKET}/{out}");
+        let mut args = vec!["-v"];
+        args.extend_from_slice(on);
+        args.extend(["export", "release", "--out", &out, "--sample", "40"]);
+        let output = server.cxrlake(&lake, &args);
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{stderr}");
+        stderr
+    };
+    let logged = export("release-distributed", &["--engine", engine]);
+    assert!(
+        logged.contains(&format!("the export's scan of the lake runs on {engine}")),
+        "{logged}"
+    );
+    export("release-local", &[]);
+    let run = |args: &[&str]| server.cxrlake(&lake, args);
+    let release = |name: &str| server.root.join(BUCKET).join(name);
+    same_release(
+        (
+            &release("release-local"),
+            &format!("s3://{BUCKET}/release-local"),
+            &run,
+        ),
+        (
+            &release("release-distributed"),
+            &format!("s3://{BUCKET}/release-distributed"),
+            &run,
+        ),
+    );
 
     // Queries on the cluster equal the local ones.
     for query in [

@@ -499,8 +499,11 @@ async fn write_part(
     register(&ctx, "image_sets", sql::IMAGE_SETS, vec![]).await?;
     register(&ctx, "release_candidates", sql::CANDIDATES, vec![]).await?;
 
+    // The subset's scan of the lake runs on the engine (on a cluster: its executors); the
+    // files are written here, each zip archive being one sequential stream.
+    let scan_ctx = crate::scan::on_engine(lake, &ctx).await?;
     let filter = export.filter.as_deref();
-    let mut frame = ctx.sql(subset.query()).await?;
+    let mut frame = scan_ctx.sql(subset.query()).await?;
     if let Some(filter) = filter {
         let invalid = filter_error("qa", filter);
         let predicate = frame.parse_sql_expr(filter).map_err(&invalid)?;

@@ -500,3 +500,55 @@ async fn a_handle_sees_what_another_handle_commits_and_still_travels_back() {
         newest.get_file_uris().expect("uris").count()
     );
 }
+
+#[tokio::test]
+async fn scratch_tables_shadow_their_names_until_cleared() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = Lake::open_url(dir.path().to_str().expect("utf8")).expect("open");
+    lake.init().await.expect("init");
+    let ctx = lake.session().await.expect("session");
+    let rows = [("s1", 1, "A+"), ("s2", 2, "B")];
+    for name in ["scored", "scored"] {
+        // The second write of a name is a new file: the first stays readable until cleared.
+        let table = lake
+            .put_scratch(
+                "grade/0",
+                name,
+                schema(),
+                &[batch(&rows)],
+                &ctx.runtime_env(),
+            )
+            .await
+            .expect("scratch");
+        ctx.deregister_table(name).expect("deregister");
+        ctx.register_table(name, table).expect("register");
+    }
+    let got = ctx
+        .sql("SELECT sum(n) FROM scored WHERE rating = 'A+'")
+        .await
+        .expect("plan")
+        .collect()
+        .await
+        .expect("run");
+    assert_eq!(got[0].column(0).as_primitive::<Int64Type>().value(0), 1);
+    let folder = dir.path().join("_cxrlake/scratch/grade/0");
+    let written = std::fs::read_dir(&folder).expect("scratch folder").count();
+    assert_eq!(written, 2, "one file per write");
+    // Another chunk's folder is kept when one chunk's is cleared.
+    lake.put_scratch("grade/1", "scored", schema(), &[], &ctx.runtime_env())
+        .await
+        .expect("empty scratch");
+    lake.clear_scratch("grade/0").await.expect("clear chunk");
+    let left = |path: &std::path::Path| {
+        std::fs::read_dir(path).map_or(0, |entries| {
+            entries
+                .flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "parquet"))
+                .count()
+        })
+    };
+    assert_eq!(left(&folder), 0);
+    assert_eq!(left(&dir.path().join("_cxrlake/scratch/grade/1")), 1);
+    lake.clear_scratch("grade").await.expect("clear stage");
+    assert_eq!(left(&dir.path().join("_cxrlake/scratch/grade/1")), 0);
+}

@@ -1,0 +1,92 @@
+//! Scratch tables: rows a stage computes for its later statements, kept as Parquet files under
+//! the lake's root so that a cluster's executors read them like any lake file, instead of
+//! receiving them inside every plan (a plan over 16 MiB is refused by Ballista's gRPC).
+//!
+//! ```text
+//! <root>/_cxrlake/scratch/<stage>/<chunk>/<name>-<uuid>.parquet
+//! ```
+//!
+//! Stages write under the lake's write lease, so no other writer uses a stage's folder; a run
+//! killed mid-stage leaves its files, which the stage's next run removes before it starts.
+
+use std::sync::Arc;
+
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::TableProvider;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{
+    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+};
+use datafusion::execution::runtime_env::RuntimeEnv;
+use datafusion::parquet::arrow::ArrowWriter;
+use futures::{StreamExt, TryStreamExt};
+use object_store::path::Path;
+use object_store::{ObjectStoreExt, PutPayload};
+
+use crate::error::Result;
+use crate::lake::Lake;
+
+const SCRATCH_DIR: &str = "scratch";
+
+impl Lake {
+    fn scratch_path(&self, folder: &str) -> Path {
+        folder
+            .split('/')
+            .filter(|part| !part.is_empty())
+            .fold(self.meta_path(SCRATCH_DIR), |path, part| path.join(part))
+    }
+
+    /// Writes `batches` as the scratch table `<folder>/<name>` and returns a provider over it
+    /// for sessions on `runtime` (the lake's object store is registered there, so that a local
+    /// plan of it reads too).
+    pub async fn put_scratch(
+        &self,
+        folder: &str,
+        name: &str,
+        schema: SchemaRef,
+        batches: &[RecordBatch],
+        runtime: &RuntimeEnv,
+    ) -> Result<Arc<dyn TableProvider>> {
+        // A new name each time: a table shadowed by one of its name is never overwritten in place
+        // (processes that read it may cache what a file of that path holds).
+        let file = format!("{name}-{}.parquet", uuid::Uuid::new_v4().simple());
+        let path = self.scratch_path(folder).join(file);
+        let mut bytes = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut bytes, Arc::clone(&schema), None)?;
+        for batch in batches {
+            writer.write(batch)?;
+        }
+        writer.close()?;
+        self.store().put(&path, PutPayload::from(bytes)).await?;
+
+        let mut url = self.root().clone();
+        url.set_path(&format!("/{path}"));
+        let mut store_url = url.clone();
+        store_url.set_path("/");
+        runtime.register_object_store(&store_url, Arc::clone(self.store()));
+        let table_url = ListingTableUrl::parse(url.as_str())?;
+        let options =
+            ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
+        let config = ListingTableConfig::new(table_url)
+            .with_listing_options(options)
+            .with_schema(schema);
+        Ok(Arc::new(ListingTable::try_new(config)?))
+    }
+
+    /// Removes the scratch tables under `folder` (all of a stage's, or one chunk's).
+    pub async fn clear_scratch(&self, folder: &str) -> Result<()> {
+        let prefix = self.scratch_path(folder);
+        let listed = self
+            .store()
+            .list(Some(&prefix))
+            .map_ok(|meta| meta.location);
+        let deleted: Vec<Path> = self
+            .store()
+            .delete_stream(listed.boxed())
+            .try_collect()
+            .await?;
+        tracing::debug!(folder, files = deleted.len(), "scratch removed");
+        Ok(())
+    }
+}
