@@ -31,7 +31,6 @@ use cxrlake_schemas::TableDef;
 use cxrlake_udfs::portable;
 use datafusion::arrow::array::{RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-use datafusion::logical_expr::ScalarUDF;
 use datafusion::prelude::{SessionContext, col, lit};
 use datafusion::scalar::ScalarValue;
 use tracing::Instrument;
@@ -240,17 +239,11 @@ async fn run_chunks(
         } else {
             Holding::Memory
         };
-        let ctx = chunk_context(
-            lake,
-            &lake_ctx,
-            &pinned,
-            def,
-            chunk.rows(),
-            scope,
-            &prepared.functions,
-            holding,
-        )
-        .await?;
+        let ctx =
+            chunk_context(lake, &lake_ctx, &pinned, def, chunk.rows(), scope, holding).await?;
+        for function in &prepared.functions {
+            ctx.register_udf(function.clone());
+        }
         let ctx = match &engine {
             Engine::Local => ctx,
             cluster => cluster.connect(ctx.state()).await?,
@@ -542,12 +535,12 @@ fn stage_engine(lake: &Lake, stage: &'static str, prepared: &Prepared) -> Result
     Ok(engine)
 }
 
-/// A session whose inputs (the stage's `def.inputs`) are the lake's tables (as `lake_ctx` sees them: some pinned to the
-/// versions in `pinned`) limited to `rows`, with cxrlake's functions and `functions`, and the
-/// run's studies as [`RUN_SCOPE_TABLE`]. A patient range is a filtered view (Delta file
+/// A session whose inputs (the stage's `def.inputs`) are the lake's tables (as `lake_ctx` sees
+/// them: some pinned to the versions in `pinned`) limited to `rows`, with cxrlake's functions,
+/// and the run's studies as [`RUN_SCOPE_TABLE`]. A patient range is a filtered view (Delta file
 /// statistics prune it: tables are written in patient order); a list of studies is read row
-/// group by row group ([`Lake::read_studies`]) into memory, so a scoped run never scans whole
-/// tables. Inputs without a `patient_id` (`study_id`) column, e.g. the content-addressed
+/// group by row group ([`Lake::read_studies`]) and kept as `holding` says, so a scoped run never
+/// scans whole tables. Inputs without a `patient_id` (`study_id`) column, e.g. the content-addressed
 /// `qa_judgements`, are registered whole.
 async fn chunk_context(
     lake: &Lake,
@@ -556,14 +549,10 @@ async fn chunk_context(
     def: &StageDef,
     rows: Rows<'_>,
     scope: &Scope,
-    functions: &[ScalarUDF],
     holding: Holding<'_>,
 ) -> Result<SessionContext> {
     let (stage, inputs) = (def.name, def.inputs);
     let ctx = cxrlake_udfs::session_context_on(lake_ctx.copied_config(), lake_ctx.runtime_env());
-    for function in functions {
-        ctx.register_udf(function.clone());
-    }
     let query = |e| PipelineError::query(stage, e);
     for table in inputs {
         let frame = lake_ctx.table(*table).await.map_err(query)?;
