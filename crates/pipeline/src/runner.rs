@@ -266,10 +266,16 @@ async fn run_chunks(
         params.push(("full", ScalarValue::from(scope.is_all())));
         params.push(("first_chunk", ScalarValue::from(index == 0)));
         let mut outputs = Vec::new();
-        for statement in &statements {
+        for (position, statement) in statements.iter().enumerate() {
             if mode == RunMode::CountOnly && statement.is_table {
                 continue;
             }
+            // What the last statement computes is read by no statement: it is not held.
+            let holding = if position + 1 == statements.len() {
+                Holding::Unread
+            } else {
+                holding
+            };
             let step = Instant::now();
             let (schema, batches) = run_statement(&ctx, name, statement, &params).await?;
             let produced: usize = batches.iter().map(RecordBatch::num_rows).sum();

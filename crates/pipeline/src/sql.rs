@@ -251,6 +251,8 @@ pub(crate) enum Holding<'a> {
     /// As scratch tables in the lake, under one folder per chunk: a cluster's executors read
     /// them as files instead of receiving them inside every plan.
     Lake(&'a Lake, &'a str),
+    /// Not at all: no statement reads them.
+    Unread,
 }
 
 /// Registers `batches` as the table `name`, shadowing a lake table of that name, in memory or
@@ -267,12 +269,11 @@ pub(crate) async fn hold(
     schema: SchemaRef,
     batches: &[RecordBatch],
 ) -> Result<()> {
-    let (schema, batches) = plain(stage, schema, batches)?;
     let table: Arc<dyn TableProvider> = match holding {
-        Holding::Memory => Arc::new(
-            MemTable::try_new(schema, vec![batches]).map_err(|e| PipelineError::query(stage, e))?,
-        ),
+        Holding::Unread => return Ok(()),
+        Holding::Memory => memory_table(stage, schema, batches)?,
         Holding::Lake(lake, folder) => {
+            let (schema, batches) = plain(stage, schema, batches)?;
             lake.put_scratch(folder, name, schema, &batches, &ctx.runtime_env())
                 .await?
         }
@@ -288,10 +289,19 @@ pub(crate) fn register(
     schema: SchemaRef,
     batches: &[RecordBatch],
 ) -> Result<()> {
+    shadow(ctx, stage, name, memory_table(stage, schema, batches)?)
+}
+
+/// `batches` as an in-memory table (strings plain).
+fn memory_table(
+    stage: &'static str,
+    schema: SchemaRef,
+    batches: &[RecordBatch],
+) -> Result<Arc<dyn TableProvider>> {
     let (schema, batches) = plain(stage, schema, batches)?;
     let table =
         MemTable::try_new(schema, vec![batches]).map_err(|e| PipelineError::query(stage, e))?;
-    shadow(ctx, stage, name, Arc::new(table))
+    Ok(Arc::new(table))
 }
 
 /// Registers `table` as `name` in place of what had that name.
