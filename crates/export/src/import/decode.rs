@@ -33,8 +33,9 @@ use crate::layout::{Node, QUALITY, QUESTION, ROOT, Scalar, Shape};
 /// `quality_mappings.csv` (or cxrlake's own table, [`Codes::builtin`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Codes {
-    /// aspect key → code → level name.
-    levels: HashMap<String, HashMap<i64, String>>,
+    /// Per aspect key (sorted), its codes (sorted) with their level names: a few short lists,
+    /// searched faster than hashing the key and the code of every quality value.
+    levels: Vec<(String, Vec<(i64, String)>)>,
 }
 
 impl Codes {
@@ -49,6 +50,19 @@ impl Codes {
                     .insert(i64::from(level.value), level.name.to_string());
             }
         }
+        Self::from_map(levels)
+    }
+
+    fn from_map(levels: HashMap<String, HashMap<i64, String>>) -> Self {
+        let mut levels: Vec<(String, Vec<(i64, String)>)> = levels
+            .into_iter()
+            .map(|(key, codes)| {
+                let mut codes: Vec<(i64, String)> = codes.into_iter().collect();
+                codes.sort_unstable();
+                (key, codes)
+            })
+            .collect();
+        levels.sort_unstable();
         Self { levels }
     }
 
@@ -91,15 +105,16 @@ impl Codes {
         if levels.is_empty() {
             return Err("no quality levels".into());
         }
-        Ok(Self { levels })
+        Ok(Self::from_map(levels))
     }
 
     /// The level name of `code` for the aspect `key`.
     fn level(&self, key: &str, code: i64) -> Option<&str> {
-        self.levels
-            .get(key)
-            .and_then(|codes| codes.get(&code))
-            .map(String::as_str)
+        let (_, codes) = self.levels.iter().find(|(name, _)| name == key)?;
+        codes
+            .iter()
+            .find(|(value, _)| *value == code)
+            .map(|(_, name)| name.as_str())
     }
 }
 
@@ -380,11 +395,14 @@ impl<'de> Visitor<'de> for FieldIndex {
         f.write_str("a key")
     }
     fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
+        // Fields the file leaves out make the next key a few fields on: search on from the
+        // hint, then from the start.
         let fields = self.node.fields;
-        if fields.get(self.hint).is_some_and(|(name, _)| *name == key) {
-            return Ok(Some(self.hint));
-        }
-        Ok(fields.iter().position(|(name, _)| *name == key))
+        let hint = self.hint.min(fields.len());
+        let after = fields[hint..].iter().position(|(name, _)| *name == key);
+        Ok(after
+            .map(|at| hint + at)
+            .or_else(|| fields[..hint].iter().position(|(name, _)| *name == key)))
     }
 }
 
