@@ -34,39 +34,6 @@ pub enum Outline {
 }
 
 impl Outline {
-    fn interval(&self, x: f64) -> Option<(f64, f64)> {
-        match self {
-            Self::Polygon(points) => {
-                let mut lo = f64::INFINITY;
-                let mut hi = f64::NEG_INFINITY;
-                for i in 0..points.len() {
-                    let (x0, y0) = points[i];
-                    let (x1, y1) = points[(i + 1) % points.len()];
-                    let (xa, xb) = if x0 <= x1 { (x0, x1) } else { (x1, x0) };
-                    if x < xa || x > xb {
-                        continue;
-                    }
-                    if (x1 - x0).abs() < 1e-9 {
-                        lo = lo.min(y0.min(y1));
-                        hi = hi.max(y0.max(y1));
-                    } else {
-                        let y = y0 + (y1 - y0) * (x - x0) / (x1 - x0);
-                        lo = lo.min(y);
-                        hi = hi.max(y);
-                    }
-                }
-                (lo < hi).then_some((lo, hi))
-            }
-            Self::Ellipse { cx, cy, rx, ry } => {
-                let dx = (x - cx) / rx;
-                (dx.abs() < 1.0).then(|| {
-                    let dy = ry * (1.0 - dx * dx).sqrt();
-                    (cy - dy, cy + dy)
-                })
-            }
-        }
-    }
-
     fn x_range(&self) -> (f64, f64) {
         match self {
             Self::Polygon(points) => points
@@ -130,22 +97,6 @@ impl Shape {
         )
     }
 
-    fn interval(&self, x: f64) -> Option<(f64, f64)> {
-        if x < self.clip[0] || x > self.clip[2] {
-            return None;
-        }
-        let mut lo = f64::INFINITY;
-        let mut hi = f64::NEG_INFINITY;
-        for outline in &self.outlines {
-            if let Some((a, b)) = outline.interval(x) {
-                lo = lo.min(a);
-                hi = hi.max(b);
-            }
-        }
-        let (lo, hi) = (lo.max(self.clip[1]), hi.min(self.clip[3]));
-        (lo < hi).then_some((lo, hi))
-    }
-
     /// Rasterises into runs for an image of `height` x `width` (pixel centres inside).
     pub fn rasterize(&self, height: u32, width: u32) -> Raster {
         let builder = self.raster(
@@ -196,8 +147,9 @@ impl Shape {
         let x_lo = x_lo.max(self.clip[0]).max(0.0) as u32;
         let x_hi = ((x_hi.min(self.clip[2]).max(0.0) as u32) + 1).min(width);
         let h = f64::from(height);
+        let mut scan = ColumnScan::new(self);
         for px in x_lo..x_hi {
-            if let Some((a, b)) = self.interval(f64::from(px) + 0.5) {
+            if let Some((a, b)) = scan.interval(f64::from(px) + 0.5) {
                 // Rows whose centre y + 0.5 lies in [a, b]: y0 = ceil(a - 0.5), y1 = floor(b - 0.5) + 1.
                 let a = (a - 0.5).clamp(0.0, h);
                 let b = (b + 0.5).clamp(0.0, h);
@@ -207,6 +159,135 @@ impl Shape {
             }
         }
         acc
+    }
+}
+
+/// One polygon edge, kept in its outline's winding order.
+#[derive(Debug, Clone, Copy)]
+struct Edge {
+    /// Smaller and larger x of the two ends.
+    xa: f64,
+    xb: f64,
+    from: (f64, f64),
+    to: (f64, f64),
+}
+
+impl Edge {
+    /// The edge's y range at `x` (`xa <= x <= xb`): both ends for a vertical edge.
+    fn span(&self, x: f64) -> (f64, f64) {
+        let ((x0, y0), (x1, y1)) = (self.from, self.to);
+        if (x1 - x0).abs() < 1e-9 {
+            (y0.min(y1), y0.max(y1))
+        } else {
+            let y = y0 + (y1 - y0) * (x - x0) / (x1 - x0);
+            (y, y)
+        }
+    }
+}
+
+/// An outline walked column by column.
+enum OutlineScan {
+    /// Edges sorted by `xa`; `next` is the first not yet reached, `active` those spanning x.
+    Polygon {
+        edges: Vec<Edge>,
+        next: usize,
+        active: Vec<Edge>,
+    },
+    Ellipse {
+        cx: f64,
+        cy: f64,
+        rx: f64,
+        ry: f64,
+    },
+}
+
+/// A shape walked left to right: a polygon's edges enter an active list when x reaches them
+/// and leave it once x passes them, so a column costs the few edges spanning it instead of
+/// every edge of every outline. x must not decrease between calls.
+struct ColumnScan {
+    outlines: Vec<OutlineScan>,
+    clip: [f64; 4],
+}
+
+impl ColumnScan {
+    fn new(shape: &Shape) -> Self {
+        let outlines = shape
+            .outlines
+            .iter()
+            .map(|outline| match outline {
+                Outline::Polygon(points) => {
+                    let mut edges: Vec<Edge> = (0..points.len())
+                        .map(|i| {
+                            let (from, to) = (points[i], points[(i + 1) % points.len()]);
+                            Edge {
+                                xa: from.0.min(to.0),
+                                xb: from.0.max(to.0),
+                                from,
+                                to,
+                            }
+                        })
+                        .collect();
+                    edges.sort_by(|a, b| a.xa.total_cmp(&b.xa));
+                    OutlineScan::Polygon {
+                        edges,
+                        next: 0,
+                        active: Vec::with_capacity(4),
+                    }
+                }
+                &Outline::Ellipse { cx, cy, rx, ry } => OutlineScan::Ellipse { cx, cy, rx, ry },
+            })
+            .collect();
+        Self {
+            outlines,
+            clip: shape.clip,
+        }
+    }
+
+    /// The shape's y interval in column `x`: the hull of its outlines' intervals, clipped.
+    fn interval(&mut self, x: f64) -> Option<(f64, f64)> {
+        if x < self.clip[0] || x > self.clip[2] {
+            return None;
+        }
+        let mut lo = f64::INFINITY;
+        let mut hi = f64::NEG_INFINITY;
+        for outline in &mut self.outlines {
+            let (a, b) = match outline {
+                OutlineScan::Polygon {
+                    edges,
+                    next,
+                    active,
+                } => {
+                    while *next < edges.len() && edges[*next].xa <= x {
+                        active.push(edges[*next]);
+                        *next += 1;
+                    }
+                    active.retain(|edge| edge.xb >= x);
+                    let (mut a, mut b) = (f64::INFINITY, f64::NEG_INFINITY);
+                    for edge in active.iter() {
+                        let (y0, y1) = edge.span(x);
+                        a = a.min(y0);
+                        b = b.max(y1);
+                    }
+                    if a >= b {
+                        continue;
+                    }
+                    (a, b)
+                }
+                &mut OutlineScan::Ellipse { cx, cy, rx, ry } => {
+                    let dx = (x - cx) / rx;
+                    if dx.abs() < 1.0 {
+                        let dy = ry * (1.0 - dx * dx).sqrt();
+                        (cy - dy, cy + dy)
+                    } else {
+                        continue;
+                    }
+                }
+            };
+            lo = lo.min(a);
+            hi = hi.max(b);
+        }
+        let (lo, hi) = (lo.max(self.clip[1]), hi.min(self.clip[3]));
+        (lo < hi).then_some((lo, hi))
     }
 }
 
