@@ -16,6 +16,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use datafusion::catalog::TableProvider;
 use datafusion::datasource::MemTable;
+use datafusion::physical_plan::{self, displayable};
 use datafusion::prelude::SessionContext;
 use datafusion::scalar::ScalarValue;
 
@@ -237,7 +238,17 @@ pub(crate) async fn run_statement(
         frame.with_param_values(used).map_err(query)?
     };
     let planned = Arc::new(frame.schema().as_arrow().clone());
-    let batches = frame.collect().await.map_err(query)?;
+    let task = Arc::new(frame.task_ctx());
+    let plan = frame.create_physical_plan().await.map_err(query)?;
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        tracing::debug!(
+            stage,
+            statement = statement.name.as_str(),
+            "physical plan:\n{}",
+            displayable(plan.as_ref()).indent(true)
+        );
+    }
+    let batches = physical_plan::collect(plan, task).await.map_err(query)?;
     // Executed batches may differ from the plan in nullability; theirs is what a MemTable needs.
     let schema = batches.first().map_or(planned, RecordBatch::schema);
     Ok((schema, batches))
