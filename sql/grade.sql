@@ -7,6 +7,11 @@
 -- Output: qa, the same rows with question_quality, answers[].answer_quality, rating,
 -- rating_rank and judge filled. A pair missing a usable verdict is 'not rated'.
 --
+-- Joins are planned as written (the stage turns off DataFusion's statistics-driven join
+-- reordering): the left input of each join is its hash table, so the wide qa rows always stream
+-- through the probe side. Reordered, the last join took the chunk's qa rows as its build side
+-- (a Delta scan's statistics count compressed bytes) and copied all of them into one batch.
+--
 -- Parameters: $judge, the judge id written to `judge`. Its requests are recomputed, so the content
 -- hashes match those of the judge stage; a content hash names the judge's model, so any verdict
 -- with that hash is this judge's.
@@ -20,30 +25,35 @@ FROM (
     SELECT q.study_id,
            q.question_id,
            unnest(judge_requests(q.question_strategy, q.question, q.answers, r.text)) AS request
-    FROM qa q
-    LEFT JOIN reports r ON r.study_id = q.study_id
+    FROM reports r
+    RIGHT JOIN qa q ON r.study_id = q.study_id
 )
-
--- @step verdicts
-SELECT r.study_id,
-       r.question_id,
-       array_agg(named_struct('criterion', r.criterion, 'levels', j.levels)) AS verdicts
-FROM requests r
-LEFT JOIN (
-    -- One row per content hash: the judge stage never judges a hash it has a usable verdict
-    -- for (two runs at once could both judge one; their verdicts are equal, and grade_qa takes
-    -- either).
-    SELECT content_hash, levels
-    FROM qa_judgements
-    WHERE error IS NULL
-      AND content_hash IN (SELECT DISTINCT content_hash FROM requests)
-) j ON j.content_hash = r.content_hash
-GROUP BY r.study_id, r.question_id
 
 -- @step frontal
 SELECT study_id, array_agg(image_id) FILTER (WHERE is_frontal) AS frontal_images
 FROM images
 GROUP BY study_id
+
+-- @step verdicts
+-- Everything grade_qa needs besides the qa row, one narrow row per QA pair.
+SELECT g.study_id, g.question_id, g.verdicts, f.frontal_images
+FROM frontal f
+RIGHT JOIN (
+    SELECT r.study_id,
+           r.question_id,
+           array_agg(named_struct('criterion', r.criterion, 'levels', j.levels)) AS verdicts
+    FROM (
+        -- One row per content hash: the judge stage never judges a hash it has a usable
+        -- verdict for (two runs at once could both judge one; their verdicts are equal, and
+        -- grade_qa takes either).
+        SELECT h.content_hash, v.levels
+        FROM (SELECT DISTINCT content_hash FROM requests) h
+        JOIN qa_judgements v ON v.content_hash = h.content_hash
+        WHERE v.error IS NULL
+    ) j
+    RIGHT JOIN requests r ON j.content_hash = r.content_hash
+    GROUP BY r.study_id, r.question_id
+) g ON f.study_id = g.study_id
 
 -- @table qa
 SELECT patient_id,
@@ -70,9 +80,8 @@ FROM (
            grade_qa(q.answers,
                     q.extraction_quality,
                     q.question_img_localization_quality,
-                    f.frontal_images,
+                    v.frontal_images,
                     v.verdicts) AS g
-    FROM qa q
-    JOIN verdicts v ON v.study_id = q.study_id AND v.question_id = q.question_id
-    LEFT JOIN frontal f ON f.study_id = q.study_id
+    FROM verdicts v
+    JOIN qa q ON q.study_id = v.study_id AND q.question_id = v.question_id
 )

@@ -19,6 +19,7 @@ use datafusion::arrow::array::AsArray;
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::logical_expr::ScalarUDF;
+use datafusion::prelude::SessionContext;
 use datafusion::scalar::ScalarValue;
 use serde_json::Value;
 
@@ -27,8 +28,8 @@ use crate::pipeline::Pipeline;
 use crate::scope::Scope;
 use crate::sql::{collect, count, first_column_strings};
 use crate::stage::{
-    Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef, StageReport, Writes,
-    recipe_functions,
+    ChunkInfo, Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef,
+    StageReport, Writes, recipe_functions,
 };
 
 /// The stage's declaration.
@@ -177,6 +178,19 @@ struct GradeHooks {
 
 #[async_trait]
 impl RunHooks for GradeHooks {
+    async fn before_chunk(&mut self, ctx: &SessionContext, _chunk: ChunkInfo<'_>) -> Result<()> {
+        // grade.sql writes each join's build side first (see its header), and a chunk's build
+        // sides are collected whole: the probe side's wide qa rows are never repartitioned.
+        for set in [
+            "SET datafusion.optimizer.join_reordering = false",
+            "SET datafusion.optimizer.hash_join_single_partition_threshold = 4294967296",
+            "SET datafusion.optimizer.hash_join_single_partition_threshold_rows = 4294967296",
+        ] {
+            collect(ctx, "grade", set).await?;
+        }
+        Ok(())
+    }
+
     async fn finish(&mut self, pipeline: &Pipeline, scope: &Scope) -> Result<Metrics> {
         let mut metrics = Metrics::from([("judge".to_string(), self.judge.clone().into())]);
         // Counting the ratings of a run over some studies would scan the whole table.
