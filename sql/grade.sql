@@ -3,7 +3,8 @@
 -- (question clarity, completeness, its parts), and the overall rating, the worst of the text
 -- rating and the scene-graph aspects of the pair's observations (five extraction levels and the
 -- localization of the study's frontal images; every image when it has none).
--- Inputs: qa (the version the qa stage wrote), reports, images, qa_judgements.
+-- Inputs: qa (the version the qa stage wrote), reports, images, qa_judgements (through
+-- `chunk_verdicts`, see the verdicts step).
 -- Output: qa, the same rows with question_quality, answers[].answer_quality, rating,
 -- rating_rank and judge filled. A pair missing a usable verdict is 'not rated'.
 --
@@ -35,22 +36,19 @@ FROM images
 GROUP BY study_id
 
 -- @step verdicts
--- Everything grade_qa needs besides the qa row, one narrow row per QA pair.
+-- Everything grade_qa needs besides the qa row, one narrow row per QA pair. `chunk_verdicts` holds
+-- the usable verdict (no error) of each of the chunk's request hashes that has one: the stage
+-- registers it after `requests`, looked up in an index of qa_judgements read once per run (a join
+-- with the whole table scanned it once per chunk, chunks × verdicts at full scale). The judge
+-- never judges a hash it has a usable verdict for (two runs at once could both judge one; their
+-- verdicts are equal, and the index keeps either).
 SELECT g.study_id, g.question_id, g.verdicts, f.frontal_images
 FROM frontal f
 RIGHT JOIN (
     SELECT r.study_id,
            r.question_id,
            array_agg(named_struct('criterion', r.criterion, 'levels', j.levels)) AS verdicts
-    FROM (
-        -- One row per content hash: the judge stage never judges a hash it has a usable
-        -- verdict for (two runs at once could both judge one; their verdicts are equal, and
-        -- grade_qa takes either).
-        SELECT h.content_hash, v.levels
-        FROM (SELECT DISTINCT content_hash FROM requests) h
-        JOIN qa_judgements v ON v.content_hash = h.content_hash
-        WHERE v.error IS NULL
-    ) j
+    FROM chunk_verdicts j
     RIGHT JOIN requests r ON j.content_hash = r.content_hash
     GROUP BY r.study_id, r.question_id
 ) g ON f.study_id = g.study_id

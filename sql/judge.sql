@@ -1,7 +1,10 @@
 -- judge: the five text criteria of every QA pair (paper 000, E.3, listings 7-11: entailment,
 -- relevance, completeness, question clarity, answer clarity), each distinct input judged once.
--- Inputs: qa, reports (the LLM judge reads the report), and `judged`: the content hashes already
--- rated without error (qa_judgements, plus this run's earlier chunks), which the stage registers. Output: qa_judgements, appended (it is content-addressed, never rewritten).
+-- Inputs: qa, reports (the LLM judge reads the report), and `judged`: the chunk's content hashes
+-- already rated without error (in qa_judgements or by this run's earlier chunks), which the stage
+-- registers after `requests` by looking them up in a set it reads once per run (a join with every
+-- judged hash per chunk grew with chunks × verdicts). Output: qa_judgements, appended (it is
+-- content-addressed, never rewritten).
 --
 -- Each criterion is keyed by exactly what the judge reads: judge_requests() returns per QA pair
 -- and criterion that input (the rendered prompt of the LLM judge, the heuristic judge's

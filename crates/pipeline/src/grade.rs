@@ -5,6 +5,10 @@
 //! `qa` is read at the version the `qa` stage wrote (its producer), not at the version a grade
 //! run left: a grade run interrupted after some chunks, or a regrade with another judge, starts
 //! again from the qa stage's rows. That version is in every grade commit's fingerprint.
+//!
+//! The verdicts are read once per run into an index by content hash (`verdicts.rs`); after each
+//! chunk's `requests` step the stage registers that chunk's verdicts as `chunk_verdicts`, so a
+//! chunk costs its own requests, not a scan of all of `qa_judgements`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,7 +19,7 @@ use cxrlake_schemas::Rating;
 use cxrlake_udfs::grade::GradeQaFunc;
 use cxrlake_udfs::judge::JudgeRequestsFunc;
 use cxrlake_udfs::portable::Recipe;
-use datafusion::arrow::array::AsArray;
+use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type};
 use datafusion::logical_expr::ScalarUDF;
@@ -26,11 +30,12 @@ use serde_json::Value;
 use crate::error::{PipelineError, Result};
 use crate::pipeline::Pipeline;
 use crate::scope::Scope;
-use crate::sql::{collect, count, first_column_strings};
+use crate::sql::{Statement, collect, count, first_column_strings, register};
 use crate::stage::{
     ChunkInfo, Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef,
     StageReport, Writes, recipe_functions,
 };
+use crate::verdicts::{VerdictIndex, request_hashes};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef {
@@ -83,8 +88,12 @@ impl Stage for Grade {
             ],
         };
         Ok(
-            Prepared::new(functions, vec![("judge", ScalarValue::from(id.as_str()))])
-                .with_hooks(GradeHooks { judge: id }),
+            Prepared::new(functions, vec![("judge", ScalarValue::from(id.as_str()))]).with_hooks(
+                GradeHooks {
+                    judge: id,
+                    index: None,
+                },
+            ),
         )
     }
 
@@ -174,6 +183,8 @@ async fn refuse_unknown_judge(pipeline: &Pipeline, id: &str) -> Result<()> {
 /// The grade run's state.
 struct GradeHooks {
     judge: String,
+    /// The usable verdicts of qa_judgements, read by the first chunk.
+    index: Option<VerdictIndex>,
 }
 
 #[async_trait]
@@ -187,6 +198,30 @@ impl RunHooks for GradeHooks {
             "SET datafusion.optimizer.hash_join_single_partition_threshold_rows = 4294967296",
         ] {
             collect(ctx, "grade", set).await?;
+        }
+        if self.index.is_none() {
+            self.index = Some(VerdictIndex::read(ctx, "grade").await?);
+        }
+        Ok(())
+    }
+
+    async fn after_statement(
+        &mut self,
+        ctx: &SessionContext,
+        statement: &Statement,
+        batches: &[RecordBatch],
+    ) -> Result<()> {
+        if statement.name == "requests"
+            && let Some(index) = &self.index
+        {
+            let verdicts = index.of("grade", &request_hashes("grade", batches)?)?;
+            register(
+                ctx,
+                "grade",
+                "chunk_verdicts",
+                index.table_schema(),
+                &[verdicts],
+            )?;
         }
         Ok(())
     }

@@ -10,7 +10,8 @@
 //!                                  │  per study and criterion, by content hash, ≤ judge_batch each
 //!                                  ▼
 //!                               groups ─judge_verdicts─▶ one verdict per input ─▶ qa_judgements (append)
-//!  judged = qa_judgements of this judge without error ∪ this run's earlier chunks
+//!  judged = the chunk's hashes found in the run's set (verdicts.rs): qa_judgements without
+//!           error ∪ this run's earlier chunks, read once per run
 //! ```
 //!
 //! The LLM judge sends one call per group (`cxrlake.judge_batch` items, the report once); the
@@ -27,9 +28,9 @@ use cxrlake_judge::Judge as JudgeKind;
 use cxrlake_llm::LlmClient;
 use cxrlake_udfs::judge::{HeuristicVerdictFunc, JudgeRequestsFunc, LlmVerdictFunc};
 use cxrlake_udfs::portable::Recipe;
-use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Schema};
+use datafusion::arrow::datatypes::DataType;
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::logical_expr::async_udf::AsyncScalarUDF;
 use datafusion::prelude::{Expr, SessionContext, col, lit};
@@ -46,6 +47,7 @@ use crate::stage::{
     ChunkInfo, Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef,
     StageReport, Writes, recipe_functions,
 };
+use crate::verdicts::{JudgedSet, request_hashes};
 
 const TABLE: &str = "qa_judgements";
 
@@ -136,7 +138,7 @@ impl Stage for Judge {
         };
         let batch = judge.batch() as i64;
         let ctx = pipeline.lake().session().await?;
-        let judged = Judged::read(&ctx).await?;
+        let judged = JudgedSet::read(&ctx, "judge").await?;
         let failed = failed_hashes(&ctx, &id).await?;
         Ok(Prepared::new(
             functions,
@@ -190,52 +192,6 @@ impl Stage for Judge {
             line.push_str(&describe_llm(report));
         }
         line
-    }
-}
-
-/// The content hashes already judged, as batches of one `content_hash` column.
-struct Judged {
-    batches: Vec<RecordBatch>,
-}
-
-impl Judged {
-    fn schema() -> Arc<Schema> {
-        Arc::new(Schema::new(vec![Field::new(
-            "content_hash",
-            DataType::Utf8,
-            false,
-        )]))
-    }
-
-    /// The hashes rated without error (a content hash includes the judge's cache identity).
-    async fn read(ctx: &SessionContext) -> Result<Self> {
-        let sql = format!("SELECT content_hash FROM {TABLE} WHERE error IS NULL");
-        let mut judged = Judged {
-            batches: Vec::new(),
-        };
-        for batch in collect(ctx, "judge", &sql).await? {
-            judged.push(batch.column(0))?;
-        }
-        Ok(judged)
-    }
-
-    fn push(&mut self, hashes: &Arc<dyn Array>) -> Result<()> {
-        let hashes =
-            cast(hashes, &DataType::Utf8).map_err(|e| PipelineError::query("judge", e.into()))?;
-        let batch = RecordBatch::try_new(Self::schema(), vec![hashes])
-            .map_err(|e| PipelineError::query("judge", e.into()))?;
-        self.batches.push(batch);
-        Ok(())
-    }
-
-    /// Adds the hashes of `verdicts` that have no error.
-    fn add(&mut self, verdicts: &[Outcome]) -> Result<()> {
-        let ok: StringArray = verdicts
-            .iter()
-            .filter(|v| !v.failed)
-            .map(|v| Some(v.hash.as_str()))
-            .collect();
-        self.push(&(Arc::new(ok) as Arc<dyn Array>))
     }
 }
 
@@ -293,7 +249,8 @@ async fn failed_hashes(ctx: &SessionContext, judge: &str) -> Result<HashSet<Stri
 /// The judge run's state: what is judged, the LLM client, and the counts.
 struct JudgeHooks {
     judge: String,
-    judged: Judged,
+    /// The hashes judged without error: the table's and this run's.
+    judged: JudgedSet,
     client: Option<Arc<LlmClient>>,
     count_only: bool,
     /// Hashes with only failed verdicts in the table (before this chunk's write).
@@ -328,31 +285,31 @@ impl JudgeHooks {
 impl RunHooks for JudgeHooks {
     async fn before_chunk(&mut self, ctx: &SessionContext, _chunk: ChunkInfo<'_>) -> Result<()> {
         self.questions += count(ctx, "judge", "SELECT count(*) FROM qa").await?;
-        register(
-            ctx,
-            "judge",
-            "judged",
-            Judged::schema(),
-            &self.judged.batches,
-        )
+        Ok(())
     }
 
     async fn after_statement(
         &mut self,
-        _ctx: &SessionContext,
+        ctx: &SessionContext,
         statement: &Statement,
         batches: &[RecordBatch],
     ) -> Result<()> {
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
         match statement.name.as_str() {
-            "requests" => self.requests += rows,
+            "requests" => {
+                self.requests += rows;
+                // `judged` holds this chunk's hashes that are judged, looked up in the run's set.
+                let hashes = request_hashes("judge", batches)?;
+                let judged = self.judged.among("judge", &hashes)?;
+                register(ctx, "judge", "judged", JudgedSet::schema(), &[judged])?;
+            }
             "groups" => self.calls += rows,
             "pending" => {
                 self.pending += rows;
                 if self.count_only {
                     for batch in batches {
-                        if let Some(hashes) = batch.column_by_name("content_hash") {
-                            self.judged.push(hashes)?;
+                        for hashes in request_hashes("judge", std::slice::from_ref(batch))? {
+                            self.judged.insert(&hashes);
                         }
                     }
                 }
@@ -367,7 +324,9 @@ impl RunHooks for JudgeHooks {
                     .map(|e| e.len() - e.null_count())
                     .sum::<usize>();
                 let outcomes = outcomes(batches)?;
-                self.judged.add(&outcomes)?;
+                for outcome in outcomes.iter().filter(|o| !o.failed) {
+                    self.judged.insert_one(&outcome.hash);
+                }
                 self.replaces = self.retried(&outcomes);
             }
             _ => {}

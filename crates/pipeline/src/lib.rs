@@ -39,6 +39,7 @@ pub mod settings;
 mod sql;
 pub mod stage;
 pub mod stages;
+mod verdicts;
 
 pub use error::{PipelineError, Result};
 pub use fingerprint::{CommitMetrics, Fingerprint};
