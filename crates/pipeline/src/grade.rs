@@ -30,10 +30,10 @@ use serde_json::Value;
 use crate::error::{PipelineError, Result};
 use crate::pipeline::Pipeline;
 use crate::scope::Scope;
-use crate::sql::{Statement, collect, count, first_column_strings, register};
+use crate::sql::{Statement, collect, count, first_column_strings};
 use crate::stage::{
-    ChunkInfo, Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef,
-    StageReport, Writes, recipe_functions,
+    ChunkInfo, Chunking, Coverage, HookTable, Metrics, Prepared, RunHooks, RunMode, Stage,
+    StageDef, StageReport, Writes, recipe_functions,
 };
 use crate::verdicts::{VerdictIndex, request_hashes};
 
@@ -205,25 +205,20 @@ impl RunHooks for GradeHooks {
         Ok(())
     }
 
-    async fn after_statement(
+    /// After `requests`: `chunk_verdicts`, the verdicts of this chunk's hashes from the index.
+    fn tables_after(
         &mut self,
-        ctx: &SessionContext,
         statement: &Statement,
         batches: &[RecordBatch],
-    ) -> Result<()> {
-        if statement.name == "requests"
-            && let Some(index) = &self.index
-        {
-            let verdicts = index.of("grade", &request_hashes("grade", batches)?)?;
-            register(
-                ctx,
-                "grade",
-                "chunk_verdicts",
-                index.table_schema(),
-                &[verdicts],
-            )?;
-        }
-        Ok(())
+    ) -> Result<Vec<HookTable>> {
+        let (Some(index), "requests") = (&self.index, statement.name.as_str()) else {
+            return Ok(Vec::new());
+        };
+        Ok(vec![HookTable {
+            name: "chunk_verdicts",
+            schema: index.table_schema(),
+            batches: vec![index.of("grade", &request_hashes("grade", batches)?)?],
+        }])
     }
 
     async fn finish(&mut self, pipeline: &Pipeline, scope: &Scope) -> Result<Metrics> {

@@ -42,10 +42,10 @@ use crate::incremental::{StagePlan, rescope_other_definitions};
 use crate::llm_calls::{cached_client, describe_llm, llm_metrics, refuse_if_every_call_failed};
 use crate::pipeline::Pipeline;
 use crate::scope::Scope;
-use crate::sql::{Statement, collect, count, first_column_strings, register};
+use crate::sql::{Statement, collect, count, first_column_strings};
 use crate::stage::{
-    ChunkInfo, Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef,
-    StageReport, Writes, recipe_functions,
+    ChunkInfo, Chunking, Coverage, HookTable, Metrics, Prepared, RunHooks, RunMode, Stage,
+    StageDef, StageReport, Writes, recipe_functions,
 };
 use crate::verdicts::{JudgedSet, request_hashes};
 
@@ -290,19 +290,13 @@ impl RunHooks for JudgeHooks {
 
     async fn after_statement(
         &mut self,
-        ctx: &SessionContext,
+        _ctx: &SessionContext,
         statement: &Statement,
         batches: &[RecordBatch],
     ) -> Result<()> {
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
         match statement.name.as_str() {
-            "requests" => {
-                self.requests += rows;
-                // `judged` holds this chunk's hashes that are judged, looked up in the run's set.
-                let hashes = request_hashes("judge", batches)?;
-                let judged = self.judged.among("judge", &hashes)?;
-                register(ctx, "judge", "judged", JudgedSet::schema(), &[judged])?;
-            }
+            "requests" => self.requests += rows,
             "groups" => self.calls += rows,
             "pending" => {
                 self.pending += rows;
@@ -332,6 +326,23 @@ impl RunHooks for JudgeHooks {
             _ => {}
         }
         Ok(())
+    }
+
+    /// After `requests`: `judged`, this chunk's hashes that are judged, looked up in the run's set.
+    fn tables_after(
+        &mut self,
+        statement: &Statement,
+        batches: &[RecordBatch],
+    ) -> Result<Vec<HookTable>> {
+        if statement.name != "requests" {
+            return Ok(Vec::new());
+        }
+        let hashes = request_hashes("judge", batches)?;
+        Ok(vec![HookTable {
+            name: "judged",
+            schema: JudgedSet::schema(),
+            batches: vec![self.judged.among("judge", &hashes)?],
+        }])
     }
 
     fn replaces(&mut self, table: &str) -> Option<Expr> {

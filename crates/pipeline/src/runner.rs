@@ -5,7 +5,8 @@
 //!            run), or one chunk (Chunking::Whole)
 //!  per chunk:  session over the inputs limited to the chunk (pinned input versions)
 //!              + run_scope table, $full, the stage's functions and parameters
-//!              ──► hooks.before_chunk ──► every statement (hooks.after_statement)
+//!              ──► hooks.before_chunk ──► every statement (hooks.after_statement; the tables
+//!                  of hooks.tables_after held like its result)
 //!              ──► @table results conformed to their tables
 //!              ──► changed studies: digests of old vs new rows (stages that detect changes)
 //!              ──► write (while the next chunk computes): overwrite / append / replace the
@@ -41,10 +42,12 @@ use crate::pipeline::Pipeline;
 use crate::progress::Progress;
 use crate::scope::{Digests, Scope, digest, study_digests_of, table_digests};
 use crate::sql::{
-    Holding, collect, conform, count, first_column_strings, hold, patient_ranges, run_statement,
-    sql_hash, statements,
+    Holding, Statement, collect, conform, count, first_column_strings, hold, patient_ranges,
+    run_statement, sql_hash, statements,
 };
-use crate::stage::{ChunkInfo, Chunking, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
+use crate::stage::{
+    ChunkInfo, Chunking, Prepared, RunHooks, RunMode, Stage, StageDef, StageReport, Writes,
+};
 
 /// The name of the table of the run's studies (empty in a full run) that stage SQL may read;
 /// `$full` says whether the run covers every study, `$first_chunk` whether this is the run's
@@ -271,7 +274,7 @@ async fn run_chunks(
                 continue;
             }
             // What the last statement computes is read by no statement: it is not held.
-            let holding = if position + 1 == statements.len() {
+            let kept = if position + 1 == statements.len() {
                 Holding::Unread
             } else {
                 holding
@@ -287,7 +290,7 @@ async fn run_chunks(
                 seconds = step.elapsed().as_secs_f64(),
                 "statement done"
             );
-            if statement.is_table {
+            let (schema, batches) = if statement.is_table {
                 // Conformed now (errors surface here): later statements read the table's rows
                 // as the table declares them (struct fields flattened by `unnest` included).
                 let (table_def, table_schema) =
@@ -318,26 +321,26 @@ async fn run_chunks(
                         Ok(conformed)
                     })
                     .collect::<Result<Vec<_>>>()?;
-                prepared
-                    .hooks
-                    .after_statement(&ctx, statement, &conformed)
-                    .await?;
-                hold(
-                    &ctx,
-                    holding,
-                    name,
-                    &statement.name,
-                    table_schema.clone(),
-                    &conformed,
-                )
-                .await?;
-                outputs.push((statement.name.clone(), conformed));
+                (table_schema.clone(), conformed)
             } else {
-                prepared
-                    .hooks
-                    .after_statement(&ctx, statement, &batches)
-                    .await?;
-                hold(&ctx, holding, name, &statement.name, schema, &batches).await?;
+                (schema, batches)
+            };
+            prepared
+                .hooks
+                .after_statement(&ctx, statement, &batches)
+                .await?;
+            hold_hook_tables(
+                &ctx,
+                holding,
+                name,
+                prepared.hooks.as_mut(),
+                statement,
+                &batches,
+            )
+            .await?;
+            hold(&ctx, kept, name, &statement.name, schema, &batches).await?;
+            if statement.is_table {
+                outputs.push((statement.name.clone(), batches));
             }
         }
         drop(ctx);
@@ -539,6 +542,30 @@ fn stage_engine(lake: &Lake, stage: &'static str, prepared: &Prepared) -> Result
     }
     tracing::info!(stage, "the stage's SQL runs on {engine}");
     Ok(engine)
+}
+
+/// Holds the tables the stage's hooks compute from `statement`'s result, as the chunk holds its
+/// steps.
+async fn hold_hook_tables(
+    ctx: &SessionContext,
+    holding: Holding<'_>,
+    stage: &'static str,
+    hooks: &mut dyn RunHooks,
+    statement: &Statement,
+    batches: &[RecordBatch],
+) -> Result<()> {
+    for table in hooks.tables_after(statement, batches)? {
+        hold(
+            ctx,
+            holding,
+            stage,
+            table.name,
+            table.schema,
+            &table.batches,
+        )
+        .await?;
+    }
+    Ok(())
 }
 
 /// A session whose inputs (the stage's `def.inputs`) are the lake's tables (as `lake_ctx` sees

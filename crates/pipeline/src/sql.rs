@@ -292,17 +292,6 @@ pub(crate) async fn hold(
     shadow(ctx, stage, name, table)
 }
 
-/// Registers `batches` as the in-memory table `name` (see [`hold`]).
-pub(crate) fn register(
-    ctx: &SessionContext,
-    stage: &'static str,
-    name: &str,
-    schema: SchemaRef,
-    batches: &[RecordBatch],
-) -> Result<()> {
-    shadow(ctx, stage, name, memory_table(stage, schema, batches)?)
-}
-
 /// `batches` as an in-memory table (strings plain).
 fn memory_table(
     stage: &'static str,

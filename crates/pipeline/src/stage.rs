@@ -20,6 +20,7 @@ use cxrlake_refdefs::RefDefs;
 use cxrlake_schemas::TableDef;
 use cxrlake_udfs::portable::{self, Recipe};
 use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::prelude::{Expr, SessionContext};
 use datafusion::scalar::ScalarValue;
@@ -187,6 +188,19 @@ pub trait RunHooks: Send {
         Ok(())
     }
 
+    /// Tables for the statements after `statement`, computed from its result (e.g. its rows
+    /// looked up in an index the hooks hold for the run). The runner keeps them as it keeps the
+    /// stage's steps: in memory, or on a cluster as the chunk's scratch tables in the lake, which
+    /// the executors read as files instead of receiving them inside every plan. Called after
+    /// [`Self::after_statement`].
+    fn tables_after(
+        &mut self,
+        _statement: &Statement,
+        _batches: &[RecordBatch],
+    ) -> Result<Vec<HookTable>> {
+        Ok(Vec::new())
+    }
+
     /// For an append-only output table, the rows this chunk's rows replace (in the same commit;
     /// every written row must match the predicate), e.g. the failed verdicts a rerun asked
     /// again. Called after the chunk's statements; `None` appends.
@@ -198,6 +212,17 @@ pub trait RunHooks: Send {
     async fn finish(&mut self, _pipeline: &Pipeline, _scope: &Scope) -> Result<Metrics> {
         Ok(Metrics::new())
     }
+}
+
+/// A table that hooks add to a chunk's session ([`RunHooks::tables_after`]).
+#[derive(Debug)]
+pub struct HookTable {
+    /// The name the SQL reads.
+    pub name: &'static str,
+    /// Its schema.
+    pub schema: SchemaRef,
+    /// Its rows.
+    pub batches: Vec<RecordBatch>,
 }
 
 /// Hooks that do nothing.

@@ -91,7 +91,7 @@ pub(crate) fn request_hashes(
 }
 
 /// The distinct non-null hashes of `arrays`, each with its key, in first-seen order.
-fn distinct<'a>(arrays: &'a [ArrayRef]) -> Vec<(&'a str, u128)> {
+fn distinct(arrays: &[ArrayRef]) -> Vec<(&str, u128)> {
     let mut seen: HashSet<u128, Keys> = HashSet::default();
     let mut out = Vec::new();
     for array in arrays {
