@@ -301,10 +301,8 @@ impl RunHooks for JudgeHooks {
             "pending" => {
                 self.pending += rows;
                 if self.count_only {
-                    for batch in batches {
-                        for hashes in request_hashes("judge", std::slice::from_ref(batch))? {
-                            self.judged.insert(&hashes);
-                        }
+                    for hashes in request_hashes("judge", batches)? {
+                        self.judged.insert(&hashes);
                     }
                 }
             }
