@@ -7,6 +7,7 @@
 
 mod args;
 pub mod boxes;
+pub mod conform_to;
 pub mod extract;
 pub mod gemex;
 pub mod generate;
@@ -44,6 +45,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(rating::ReleaseRatingFunc::new())),
         Arc::new(ScalarUDF::from(release::KeepImagesFunc::new())),
         Arc::new(ScalarUDF::from(release::ListLengthFunc::new())),
+        Arc::new(ScalarUDF::from(conform_to::ConformToFunc::new())),
         Arc::new(ScalarUDF::from(release::SampleHashFunc::new())),
         Arc::new(ScalarUDF::from(release::QualityValueFunc::new())),
         Arc::new(ScalarUDF::from(release::ExtractionRatingFunc::new())),

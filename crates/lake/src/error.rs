@@ -93,6 +93,18 @@ pub enum LakeError {
         /// What was wrong.
         detail: String,
     },
+    /// Data files written elsewhere (a cluster's executors) were not committed; nothing was.
+    #[error(
+        "table '{table}': the files in {folder} were not committed: {detail}; run the stage again"
+    )]
+    Written {
+        /// The table.
+        table: String,
+        /// Their folder.
+        folder: String,
+        /// What was wrong.
+        detail: String,
+    },
     /// A Delta Lake operation failed.
     #[error("delta table '{table}': {source}")]
     Delta {

@@ -33,7 +33,7 @@ const META_DIR: &str = "_cxrlake";
 /// The size at which a replace starts a new data file (`replace.rs`): the kept rows of the
 /// rewritten files and the new rows go to files of at most this size, so a later replace of a few
 /// studies rewrites a few such files.
-const REPLACE_FILE_BYTES: u64 = 16 << 20;
+pub(crate) const REPLACE_FILE_BYTES: u64 = 16 << 20;
 
 /// Contents of `_cxrlake/lake.json`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -155,6 +155,11 @@ impl Lake {
     /// The object store under the lake.
     pub(crate) fn store(&self) -> &ObjectStoreRef {
         &self.store
+    }
+
+    /// Where the studies' rows lie in the data files read so far.
+    pub(crate) fn indexes(&self) -> &StudyIndexes {
+        &self.indexes
     }
 
     /// The folder of table `name` in the lake's object store.
@@ -606,7 +611,7 @@ impl Lake {
     }
 }
 
-fn commit_properties(commit: &StageCommit) -> CommitProperties {
+pub(crate) fn commit_properties(commit: &StageCommit) -> CommitProperties {
     let value = serde_json::to_value(commit).unwrap_or_default();
     CommitProperties::default().with_metadata([(COMMIT_INFO_KEY.to_string(), value)])
 }
@@ -649,6 +654,27 @@ impl TableWrite<'_> {
         self
     }
 
+    /// Commits the data files others wrote into `folder` ([`Lake::written_folder`]: a cluster's
+    /// executors) as this write's rows, in one atomic commit (`written.rs`); the new table
+    /// version. The files must hold `rows` rows (what the statement that wrote them reported: a
+    /// task an executor ran twice leaves more). The table must exist; a replace of studies
+    /// checks that every new row is one of them; a replace by predicate is refused.
+    pub async fn commit_files(self, folder: &crate::WrittenFolder, rows: usize) -> Result<u64> {
+        let name = self.table.as_str();
+        let mut table = self.lake.existing(name)?;
+        table.load().await.map_err(|e| LakeError::delta(name, e))?;
+        crate::written::commit(
+            self.lake,
+            &table,
+            folder,
+            rows,
+            &self.mode,
+            &self.commit,
+            self.deletion_vectors,
+        )
+        .await
+    }
+
     /// Writes the batches in one atomic commit (creating the table if needed) and returns the new
     /// table version. Until the commit file lands, readers keep seeing the previous version.
     pub async fn execute(self, batches: Vec<RecordBatch>) -> Result<u64> {
@@ -674,7 +700,7 @@ impl TableWrite<'_> {
             let version = replace::replace_studies(
                 &table,
                 name,
-                batches.clone(),
+                replace::NewRows::Batches(batches.clone()),
                 &ids,
                 commit,
                 replace::Layout {

@@ -6,6 +6,7 @@
 //! <root>/<table>/_delta_log/…      one Delta table per name of cxrlake_schemas::TABLES
 //! <root>/<table>/part-….parquet
 //! <root>/_cxrlake/scratch/…        a stage's intermediate rows, for a cluster's executors
+//! <root>/<table>/w-<uuid>/….parquet data files a cluster's executors wrote (committed here)
 //! ```
 
 pub mod commit;
@@ -23,6 +24,7 @@ mod scratch;
 pub mod store;
 pub mod transfer;
 mod vacuum;
+mod written;
 
 pub use commit::{CommitRecord, StageCommit};
 pub use config::{CxrlakeConfig, Settings, Source};
@@ -33,3 +35,4 @@ pub use portable::{has_view_types, portable_batch, portable_schema, portable_typ
 pub use quarantine::{MAX_RAW_BYTES, QuarantineRow, cap_raw, quarantine_batch};
 pub use read::cast_batch;
 pub use vacuum::Vacuumed;
+pub use written::WrittenFolder;

@@ -250,7 +250,7 @@ async fn locate_file(
     let key = format!("{table}{path}");
     let index = match indexes.get(&key) {
         Some(index) => index,
-        None => match StudyIndex::load(&store, &path, size, ids).await? {
+        None => match StudyIndex::load(&store, &path, size, Some(ids)).await? {
             Some(index) => indexes.insert(key, index),
             None => return Ok(None),
         },
@@ -312,24 +312,15 @@ pub(crate) struct StudyIndex {
 
 impl StudyIndex {
     /// Fetches the footer and the `study_id` column of the file at `path`; `None` when the
-    /// row-group statistics show that it holds none of `ids` (nothing more is fetched then).
+    /// row-group statistics show that it holds none of `ids` (nothing more is fetched then; no
+    /// `ids`: the column is always read).
     async fn load(
         store: &ObjectStoreRef,
         path: &Path,
         size: u64,
-        ids: &BTreeSet<String>,
+        ids: Option<&BTreeSet<String>>,
     ) -> Result<Option<Self>> {
-        let size = match size {
-            0 => store.head(path).await?.size,
-            size => size,
-        };
-        let mut reader = StoreFile {
-            store: store.clone(),
-            path: path.clone(),
-            size,
-        };
-        let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
-        let metadata = ArrowReaderMetadata::load_async(&mut reader, options).await?;
+        let (reader, metadata) = open(store, path, size).await?;
         let parquet = metadata.metadata();
         let Some(leaf) = parquet
             .file_metadata()
@@ -341,6 +332,9 @@ impl StudyIndex {
             return Err(LakeError::Config(format!(
                 "{path} has no study_id column: only per-study tables can replace studies"
             )));
+        };
+        let Some(ids) = ids else {
+            return Self::read_studies(reader, metadata, leaf).await.map(Some);
         };
         let may_hold = (0..parquet.num_row_groups()).any(|i| {
             match parquet.row_group(i).column(leaf).statistics() {
@@ -357,6 +351,16 @@ impl StudyIndex {
         if !may_hold {
             return Ok(None);
         }
+        Self::read_studies(reader, metadata, leaf).await.map(Some)
+    }
+
+    /// Reads the `study_id` column (leaf `leaf`) of the file `reader` reads.
+    async fn read_studies(
+        reader: StoreFile,
+        metadata: ArrowReaderMetadata,
+        leaf: usize,
+    ) -> Result<Self> {
+        let parquet = metadata.metadata();
         let mask = ProjectionMask::leaves(parquet.file_metadata().schema_descr(), [leaf]);
         let mut batches =
             ParquetRecordBatchStreamBuilder::new_with_metadata(reader, metadata.clone())
@@ -385,8 +389,55 @@ impl StudyIndex {
         if let Some((done, range)) = run {
             studies.entry(done).or_default().push(range);
         }
-        Ok(Some(Self { metadata, studies }))
+        Ok(Self { metadata, studies })
     }
+}
+
+/// The footer of the data file at `path` (`size` bytes) and the studies it holds, a file not yet
+/// in table `table` (as [`locate`] names it), whose index is kept for the table's next replaces.
+pub(crate) async fn index_file(
+    store: &ObjectStoreRef,
+    table: &str,
+    path: &Path,
+    size: u64,
+    indexes: &StudyIndexes,
+) -> Result<(Arc<ParquetMetaData>, Vec<String>)> {
+    let index = StudyIndex::load(store, path, size, None)
+        .await?
+        .ok_or_else(|| LakeError::Config(format!("{path}: its study_id column was not read")))?;
+    let index = indexes.insert(format!("{table}{path}"), index);
+    let studies = index.studies.keys().map(|id| id.to_string()).collect();
+    Ok((index.metadata.metadata().clone(), studies))
+}
+
+/// The footer of the data file at `path` (`size` bytes).
+pub(crate) async fn footer(
+    store: &ObjectStoreRef,
+    path: &Path,
+    size: u64,
+) -> Result<Arc<ParquetMetaData>> {
+    let (_, metadata) = open(store, path, size).await?;
+    Ok(metadata.metadata().clone())
+}
+
+/// A reader of the data file at `path` (`size` bytes; 0: asked of the store) and its footer.
+async fn open(
+    store: &ObjectStoreRef,
+    path: &Path,
+    size: u64,
+) -> Result<(StoreFile, ArrowReaderMetadata)> {
+    let size = match size {
+        0 => store.head(path).await?.size,
+        size => size,
+    };
+    let mut reader = StoreFile {
+        store: store.clone(),
+        path: path.clone(),
+        size,
+    };
+    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+    let metadata = ArrowReaderMetadata::load_async(&mut reader, options).await?;
+    Ok((reader, metadata))
 }
 
 /// The [`StudyIndex`] of every data file located so far, by table and path; one per

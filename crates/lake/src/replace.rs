@@ -31,8 +31,8 @@ use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use deltalake::DeltaTable;
-use deltalake::kernel::Action;
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
+use deltalake::kernel::{Action, Add};
 use deltalake::logstore::ObjectStoreRef;
 use deltalake::operations::write::WriterStatsConfig;
 use deltalake::operations::write::writer::{DeltaWriter, WriterConfig};
@@ -55,12 +55,20 @@ pub(crate) struct Layout {
 /// larger deletion vector (readers decode deleted rows before they drop them).
 const REWRITE_DELETED_SHARE: f64 = 0.5;
 
-/// Replaces the rows of `ids` in `table` by `batches` (rows of those studies only) in one commit;
+/// The new rows of the replaced studies.
+pub(crate) enum NewRows {
+    /// Rows to write (here, a writer per core).
+    Batches(Vec<RecordBatch>),
+    /// Data files already written (by a cluster's executors), checked to hold only the studies.
+    Files(Vec<Add>),
+}
+
+/// Replaces the rows of `ids` in `table` by `new` (rows of those studies only) in one commit;
 /// the new table version.
 pub(crate) async fn replace_studies(
     table: &DeltaTable,
     name: &str,
-    batches: Vec<RecordBatch>,
+    new: NewRows,
     ids: &BTreeSet<String>,
     commit: CommitProperties,
     layout: Layout,
@@ -70,9 +78,15 @@ pub(crate) async fn replace_studies(
         file_bytes,
         deletion_vectors,
     } = layout;
-    for batch in &batches {
-        check_studies(name, batch, ids)?;
-    }
+    let (batches, written) = match new {
+        NewRows::Batches(batches) => {
+            for batch in &batches {
+                check_studies(name, batch, ids)?;
+            }
+            (batches, Vec::new())
+        }
+        NewRows::Files(adds) => (Vec::new(), adds),
+    };
     let enabled;
     let table = if deletion_vectors {
         enabled = with_deletion_vectors(table, name).await?;
@@ -94,7 +108,7 @@ pub(crate) async fn replace_studies(
         stats.stats_columns,
     );
     let store = table.object_store();
-    let mut actions = Vec::new();
+    let mut actions: Vec<Action> = written.into_iter().map(Action::Add).collect();
     let mut vectors = DeletionVectorFile::new();
     let mut rewritten = Vec::new();
     for file in locate(table, ids, indexes).await? {
@@ -126,7 +140,10 @@ pub(crate) async fn replace_studies(
     }
     // The new rows: one writer per core, so their files are encoded, and later read (judge and
     // grade after qa), in parallel.
-    for group in split_rows(batches, threads) {
+    for group in split_rows(batches, threads)
+        .into_iter()
+        .filter(|g| !g.is_empty())
+    {
         let (store, config, schema) = (store.clone(), config.clone(), schema.clone());
         let name = name.to_string();
         tasks.spawn(async move {

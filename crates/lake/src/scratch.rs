@@ -62,10 +62,22 @@ impl Lake {
 
         let mut url = self.root().clone();
         url.set_path(&format!("/{path}"));
-        let mut store_url = url.clone();
+        self.listing_table(url.as_str(), schema, runtime)
+    }
+
+    /// A provider over the Parquet file or folder of the lake at `url`, for sessions on
+    /// `runtime` (the lake's object store is registered there, so that a local plan of it reads
+    /// too; on a cluster it travels as a listing table).
+    pub(crate) fn listing_table(
+        &self,
+        url: &str,
+        schema: SchemaRef,
+        runtime: &RuntimeEnv,
+    ) -> Result<Arc<dyn TableProvider>> {
+        let mut store_url = self.root().clone();
         store_url.set_path("/");
         runtime.register_object_store(&store_url, Arc::clone(self.store()));
-        let table_url = ListingTableUrl::parse(url.as_str())?;
+        let table_url = ListingTableUrl::parse(url)?;
         let options =
             ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
         let config = ListingTableConfig::new(table_url)
@@ -77,16 +89,19 @@ impl Lake {
     /// Removes the scratch tables under `folder` (all of a stage's, or one chunk's).
     pub async fn clear_scratch(&self, folder: &str) -> Result<()> {
         let prefix = self.scratch_path(folder);
-        let listed = self
-            .store()
-            .list(Some(&prefix))
-            .map_ok(|meta| meta.location);
+        let deleted = self.delete_under(&prefix).await?;
+        tracing::debug!(folder, files = deleted, "scratch removed");
+        Ok(())
+    }
+
+    /// Deletes every object under `prefix`; how many.
+    pub(crate) async fn delete_under(&self, prefix: &Path) -> Result<usize> {
+        let listed = self.store().list(Some(prefix)).map_ok(|meta| meta.location);
         let deleted: Vec<Path> = self
             .store()
             .delete_stream(listed.boxed())
             .try_collect()
             .await?;
-        tracing::debug!(folder, files = deleted.len(), "scratch removed");
-        Ok(())
+        Ok(deleted.len())
     }
 }

@@ -211,6 +211,11 @@ impl RunHooks for ExtractHooks {
         Ok(())
     }
 
+    /// Every LLM answer is checked; quarantined reports are counted.
+    fn reads_rows(&self, statement: &Statement) -> bool {
+        self.client.is_some() || statement.name == "quarantine"
+    }
+
     async fn finish(&mut self, _pipeline: &Pipeline, _scope: &Scope) -> Result<Metrics> {
         let mut metrics = Metrics::from([
             ("extractor".to_string(), self.extractor.clone().into()),

@@ -143,6 +143,11 @@ impl RunHooks for GenerationHooks {
         Ok(())
     }
 
+    /// The step's rows and rejects are counted.
+    fn reads_rows(&self, statement: &Statement) -> bool {
+        statement.name == self.step
+    }
+
     async fn finish(&mut self, _pipeline: &Pipeline, _scope: &Scope) -> Result<Metrics> {
         let mut metrics = Metrics::from([
             ("generator".to_string(), self.generator.clone().into()),

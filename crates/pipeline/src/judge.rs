@@ -326,6 +326,11 @@ impl RunHooks for JudgeHooks {
         Ok(())
     }
 
+    /// The verdicts' outcomes are counted and indexed.
+    fn reads_rows(&self, statement: &Statement) -> bool {
+        statement.name == TABLE
+    }
+
     /// After `requests`: `judged`, this chunk's hashes that are judged, looked up in the run's set.
     fn tables_after(
         &mut self,

@@ -16,7 +16,11 @@
 //!
 //! With the `engine` setting on a Ballista cluster, the chunk sessions of a stage whose functions
 //! all travel (cxrlake's own, and stage functions with a recipe) are clients of the cluster: its
-//! statements run there and their results come back here (see `stage_engine`).
+//! statements run there (see `stage_engine`). Steps' results come back here; a `@table`
+//! statement's rows are written by the executors as data files in a folder of the table
+//! (`copy_statement`), which this process commits (`TableWrite::commit_files`), unless the
+//! stage's hooks read them (`RunHooks::reads_rows`), the table is `quarantine` (its raw inputs
+//! are capped here) or the stage appends (`Writes::Append`: its replaces are decided here).
 //!
 //! A killed run leaves its last commits' metrics saying `chunk k of n`, which the planner sees:
 //! the stage reruns. Progress is an indicatif bar per stage on stderr (hidden when stderr is not
@@ -27,7 +31,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cxrlake_distributed::Engine;
-use cxrlake_lake::{Lake, StageCommit};
+use cxrlake_lake::{Lake, StageCommit, WrittenFolder};
 use cxrlake_schemas::TableDef;
 use cxrlake_udfs::portable;
 use datafusion::arrow::array::{RecordBatch, StringArray};
@@ -42,8 +46,8 @@ use crate::pipeline::Pipeline;
 use crate::progress::Progress;
 use crate::scope::{Digests, Scope, digest, study_digests_of, table_digests};
 use crate::sql::{
-    Holding, Statement, collect, conform, count, first_column_strings, hold, patient_ranges,
-    run_statement, sql_hash, statements,
+    Holding, Statement, collect, conform, copy_statement, count, first_column_strings, hold,
+    patient_ranges, run_statement, shadow, sql_hash, statements,
 };
 use crate::stage::{
     ChunkInfo, Chunking, Prepared, RunHooks, RunMode, Stage, StageDef, StageReport, Writes,
@@ -280,6 +284,56 @@ async fn run_chunks(
                 holding
             };
             let step = Instant::now();
+            let table = if statement.is_table {
+                Some(
+                    tables
+                        .get(statement.name.as_str())
+                        .ok_or_else(|| PipelineError::Sql {
+                            file: format!("sql/{name}.sql"),
+                            reason: format!(
+                                "@table {} is not one of the stage's outputs",
+                                statement.name
+                            ),
+                        })?,
+                )
+            } else {
+                None
+            };
+            // On a cluster the executors write a table's rows as data files, which are
+            // committed here, unless this process needs the rows.
+            if let Some((table_def, table_schema)) = table
+                && on_cluster
+                && mode == RunMode::Write
+                && def.writes == Writes::Replace
+                && table_def.name != "quarantine"
+                && !prepared.hooks.reads_rows(statement)
+            {
+                let folder = lake.written_folder(table_def.name);
+                let rows =
+                    copy_statement(&ctx, name, statement, &params, table_schema, folder.url())
+                        .await?;
+                tracing::info!(
+                    statement = statement.name.as_str(),
+                    chunk = index + 1,
+                    chunks = n_chunks,
+                    rows,
+                    seconds = step.elapsed().as_secs_f64(),
+                    "statement done (files written by the executors)"
+                );
+                if rows == 0 {
+                    lake.discard_written(&folder).await?;
+                    hold(&ctx, kept, name, &statement.name, table_schema.clone(), &[]).await?;
+                    outputs.push((statement.name.clone(), Output::Batches(Vec::new())));
+                } else {
+                    if !matches!(kept, Holding::Unread) {
+                        let written =
+                            lake.written_table(&folder, table_schema.clone(), &ctx.runtime_env())?;
+                        shadow(&ctx, name, &statement.name, written)?;
+                    }
+                    outputs.push((statement.name.clone(), Output::Files(folder, rows)));
+                }
+                continue;
+            }
             let (schema, batches) = run_statement(&ctx, name, statement, &params).await?;
             let produced: usize = batches.iter().map(RecordBatch::num_rows).sum();
             tracing::info!(
@@ -290,19 +344,9 @@ async fn run_chunks(
                 seconds = step.elapsed().as_secs_f64(),
                 "statement done"
             );
-            let (schema, batches) = if statement.is_table {
+            let (schema, batches) = if let Some((table_def, table_schema)) = table {
                 // Conformed now (errors surface here): later statements read the table's rows
                 // as the table declares them (struct fields flattened by `unnest` included).
-                let (table_def, table_schema) =
-                    tables
-                        .get(statement.name.as_str())
-                        .ok_or_else(|| PipelineError::Sql {
-                            file: format!("sql/{name}.sql"),
-                            reason: format!(
-                                "@table {} is not one of the stage's outputs",
-                                statement.name
-                            ),
-                        })?;
                 let conformed = batches
                     .iter()
                     .filter(|b| b.num_rows() > 0)
@@ -340,7 +384,7 @@ async fn run_chunks(
             .await?;
             hold(&ctx, kept, name, &statement.name, schema, &batches).await?;
             if statement.is_table {
-                outputs.push((statement.name.clone(), batches));
+                outputs.push((statement.name.clone(), Output::Batches(batches)));
             }
         }
         drop(ctx);
@@ -355,11 +399,11 @@ async fn run_chunks(
         // commits stay in chunk order.
         let mut writes = Vec::new();
         let mut chunk_changed = BTreeSet::new();
-        for (table, mut batches) in outputs {
+        for (table, mut output) in outputs {
             let Some((table_def, schema)) = tables.get(table.as_str()) else {
                 continue;
             };
-            let written: usize = batches.iter().map(RecordBatch::num_rows).sum();
+            let written = output.rows();
             let per_study = table_def.replace_by == Some("study_id");
             if detect && per_study {
                 let old = match chunk {
@@ -375,8 +419,16 @@ async fn run_chunks(
                     }
                     Chunk::All => table_digests(&lake_ctx, name, table_def.name, None).await?,
                 };
-                let mut new = Digests::new();
-                digest(name, &batches, &mut new)?;
+                let new = match &output {
+                    Output::Batches(batches) => {
+                        let mut new = Digests::new();
+                        digest(name, batches, &mut new)?;
+                        new
+                    }
+                    Output::Files(folder, _) => {
+                        written_digests(lake, name, table_def.name, schema, folder).await?
+                    }
+                };
                 chunk_changed.extend(crate::scope::changed(&old, &new));
                 if !matches!(chunk, Chunk::Studies(_)) {
                     let seen = seen.entry(table_def.name).or_default();
@@ -394,7 +446,9 @@ async fn run_chunks(
                 *n += written;
             }
             let append = def.writes == Writes::Append;
-            if batches.is_empty() {
+            if let Output::Batches(batches) = &mut output
+                && batches.is_empty()
+            {
                 // An append of nothing commits nothing, unless the run has no commit yet at its
                 // last chunk (the commit carries the run's fingerprint).
                 if append && !(last && commits == 0) {
@@ -410,7 +464,7 @@ async fn run_chunks(
             writes.push((
                 table_def.name.to_string(),
                 per_study,
-                batches,
+                output,
                 written,
                 replaces,
             ));
@@ -425,7 +479,7 @@ async fn run_chunks(
         };
         let writes: Vec<_> = writes
             .into_iter()
-            .map(|(table, per_study, batches, written, replaces)| {
+            .map(|(table, per_study, output, written, replaces)| {
                 let metrics = CommitMetrics {
                     rows: written,
                     chunk: index + 1,
@@ -435,7 +489,7 @@ async fn run_chunks(
                 let commit = StageCommit::new(name)
                     .with_fingerprint(fingerprint.to_json())
                     .with_metrics(metrics.to_json());
-                (table, per_study, commit, batches, replaces)
+                (table, per_study, commit, output, replaces)
             })
             .collect();
         commits += writes.len();
@@ -447,7 +501,7 @@ async fn run_chunks(
         let append = def.writes == Writes::Append;
         pending = Some(tokio::spawn(async move {
             let mut version = 0;
-            for (table, per_study, commit, batches, replaces) in writes {
+            for (table, per_study, commit, output, replaces) in writes {
                 let write = lake.write(&table).commit(commit);
                 // A table that is not per study (e.g. quarantine) is rewritten whole by the
                 // statement that reads it.
@@ -460,7 +514,10 @@ async fn run_chunks(
                     (_, false, 0) => write.overwrite(),
                     (_, false, _) => write.append(),
                 };
-                version = write.execute(batches).await?;
+                version = match output {
+                    Output::Batches(batches) => write.execute(batches).await?,
+                    Output::Files(folder, rows) => write.commit_files(&folder, rows).await?,
+                };
             }
             Ok(version)
         }));
@@ -490,6 +547,40 @@ async fn run_chunks(
     };
     report.summary = stage.describe(&report);
     Ok(report)
+}
+
+/// The rows of a chunk's `@table` statement.
+enum Output {
+    /// Computed here, or sent here by a cluster.
+    Batches(Vec<RecordBatch>),
+    /// Written by a cluster's executors into a folder of the table (this many rows), committed
+    /// here.
+    Files(WrittenFolder, usize),
+}
+
+impl Output {
+    fn rows(&self) -> usize {
+        match self {
+            Output::Batches(batches) => batches.iter().map(RecordBatch::num_rows).sum(),
+            Output::Files(_, rows) => *rows,
+        }
+    }
+}
+
+/// The digests of the rows the executors wrote into `folder` for `table` (of `schema`), read
+/// back from the files.
+async fn written_digests(
+    lake: &Lake,
+    stage: &'static str,
+    table: &str,
+    schema: &SchemaRef,
+    folder: &WrittenFolder,
+) -> Result<Digests> {
+    let ctx = SessionContext::new();
+    let files = lake.written_table(folder, schema.clone(), &ctx.runtime_env())?;
+    ctx.register_table(table, files)
+        .map_err(|e| PipelineError::query(stage, e))?;
+    table_digests(&ctx, stage, table, None).await
 }
 
 /// A chunk's writes, running; the last version committed.

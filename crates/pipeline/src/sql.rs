@@ -11,43 +11,44 @@
 use std::sync::Arc;
 
 use cxrlake_lake::Lake;
-use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, new_null_array};
+use datafusion::arrow::array::{AsArray, RecordBatch, new_null_array};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef, UInt64Type};
 use datafusion::catalog::TableProvider;
+use datafusion::common::{Column, DataFusionError};
+use datafusion::dataframe::{DataFrame, DataFrameWriteOptions};
 use datafusion::datasource::MemTable;
+use datafusion::logical_expr::{Expr, ScalarUDF};
 use datafusion::physical_plan::{self, displayable};
-use datafusion::prelude::SessionContext;
+use datafusion::prelude::{SessionContext, lit};
 use datafusion::scalar::ScalarValue;
 
 use crate::error::{PipelineError, Result};
 
-/// The column of `batch` that fills the table column `name`: the column of that name, else the
-/// one field of a struct flattened by `unnest(s)` (DataFusion names it `s.name`, or
-/// `t.s.name` when `s` is qualified).
+/// The column of `names` (a result's column names) that fills the table column `name`: the
+/// column of that name, else the one field of a struct flattened by `unnest(s)` (DataFusion
+/// names it `s.name`, or `t.s.name` when `s` is qualified).
 fn column_for<'a>(
-    batch: &'a RecordBatch,
+    names: impl Iterator<Item = &'a str>,
     name: &str,
-) -> std::result::Result<Option<&'a ArrayRef>, String> {
-    if let Some(column) = batch.column_by_name(name) {
-        return Ok(Some(column));
-    }
+) -> std::result::Result<Option<usize>, String> {
     let suffix = format!(".{name}");
-    let schema = batch.schema();
-    let hits: Vec<usize> = schema
-        .fields()
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| f.name().ends_with(&suffix))
-        .map(|(i, _)| i)
-        .collect();
+    let mut hits = Vec::new();
+    for (index, candidate) in names.enumerate() {
+        if candidate == name {
+            return Ok(Some(index));
+        }
+        if candidate.ends_with(&suffix) {
+            hits.push((index, candidate));
+        }
+    }
     match hits.as_slice() {
         [] => Ok(None),
-        [one] => Ok(Some(batch.column(*one))),
+        [(one, _)] => Ok(Some(*one)),
         many => Err(format!(
             "column {name} is ambiguous: {}",
             many.iter()
-                .map(|i| schema.field(*i).name().as_str())
+                .map(|(_, name)| *name)
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
@@ -73,7 +74,15 @@ pub(crate) fn conform(
         .fields()
         .iter()
         .map(|field| {
-            let Some(column) = column_for(batch, field.name()).map_err(&error)? else {
+            let names = batch
+                .schema_ref()
+                .fields()
+                .iter()
+                .map(|f| f.name().as_str());
+            let Some(column) = column_for(names, field.name())
+                .map_err(&error)?
+                .map(|index| batch.column(index))
+            else {
                 // A nullable column the stage does not compute (e.g. judged later) is NULL.
                 if field.is_nullable() {
                     return Ok(new_null_array(field.data_type(), batch.num_rows()));
@@ -221,25 +230,11 @@ pub(crate) async fn run_statement(
     statement: &Statement,
     params: &[(&str, ScalarValue)],
 ) -> Result<(SchemaRef, Vec<RecordBatch>)> {
-    let query = |e| PipelineError::Statement {
-        stage,
-        statement: statement.name.clone(),
-        source: Box::new(e),
-    };
-    let frame = ctx.sql(&statement.sql).await.map_err(query)?;
-    let used: Vec<(&str, ScalarValue)> = params
-        .iter()
-        .filter(|(name, _)| statement.sql.contains(&format!("${name}")))
-        .map(|(name, value)| (*name, value.clone()))
-        .collect();
-    let frame = if used.is_empty() {
-        frame
-    } else {
-        frame.with_param_values(used).map_err(query)?
-    };
+    let query = statement_error(stage, statement);
+    let frame = statement_frame(ctx, stage, statement, params).await?;
     let planned = Arc::new(frame.schema().as_arrow().clone());
     let task = Arc::new(frame.task_ctx());
-    let plan = frame.create_physical_plan().await.map_err(query)?;
+    let plan = frame.create_physical_plan().await.map_err(&query)?;
     if tracing::enabled!(tracing::Level::DEBUG) {
         tracing::debug!(
             stage,
@@ -252,6 +247,94 @@ pub(crate) async fn run_statement(
     // Executed batches may differ from the plan in nullability; theirs is what a MemTable needs.
     let schema = batches.first().map_or(planned, RecordBatch::schema);
     Ok((schema, batches))
+}
+
+/// cxrlake's `conform_to` function.
+fn conform_to() -> ScalarUDF {
+    ScalarUDF::from(cxrlake_udfs::conform_to::ConformToFunc::new())
+}
+
+/// The error of `statement` of `stage` from a DataFusion error.
+fn statement_error<'a>(
+    stage: &'static str,
+    statement: &'a Statement,
+) -> impl Fn(DataFusionError) -> PipelineError + 'a {
+    move |e| PipelineError::Statement {
+        stage,
+        statement: statement.name.clone(),
+        source: Box::new(e),
+    }
+}
+
+/// `statement` planned in `ctx` with the values of the `$params` it uses.
+async fn statement_frame(
+    ctx: &SessionContext,
+    stage: &'static str,
+    statement: &Statement,
+    params: &[(&str, ScalarValue)],
+) -> Result<DataFrame> {
+    let query = statement_error(stage, statement);
+    let frame = ctx.sql(&statement.sql).await.map_err(&query)?;
+    let used: Vec<(&str, ScalarValue)> = params
+        .iter()
+        .filter(|(name, _)| statement.sql.contains(&format!("${name}")))
+        .map(|(name, value)| (*name, value.clone()))
+        .collect();
+    if used.is_empty() {
+        return Ok(frame);
+    }
+    frame.with_param_values(used).map_err(query)
+}
+
+/// Runs the `@table` statement `statement` as `COPY (SELECT <its columns cast to the table's
+/// schema by `conform_to`, as [`conform`] casts them>) TO '<folder>' STORED AS PARQUET`: where the session runs
+/// (a cluster's executors), its rows are written as data files into `folder` for this process to
+/// commit; the number of rows.
+pub(crate) async fn copy_statement(
+    ctx: &SessionContext,
+    stage: &'static str,
+    statement: &Statement,
+    params: &[(&str, ScalarValue)],
+    schema: &SchemaRef,
+    folder: &str,
+) -> Result<usize> {
+    let query = statement_error(stage, statement);
+    let frame = statement_frame(ctx, stage, statement, params).await?;
+    let error = |reason: String| PipelineError::Schema {
+        stage,
+        table: statement.name.clone(),
+        reason,
+    };
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|field| {
+            let names = frame.schema().fields().iter().map(|f| f.name().as_str());
+            let value = match column_for(names, field.name()).map_err(&error)? {
+                Some(index) => Expr::Column(Column::from(frame.schema().qualified_field(index))),
+                // A nullable column the stage does not compute is NULL, as in `conform`.
+                None if field.is_nullable() => lit(ScalarValue::Null),
+                None => return Err(error(format!("missing column {}", field.name()))),
+            };
+            let conformed = conform_to().call(vec![
+                value,
+                lit(statement.name.as_str()),
+                lit(field.name().as_str()),
+            ]);
+            Ok(conformed.alias(field.name()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let written = frame
+        .select(columns)
+        .map_err(&query)?
+        .write_parquet(folder, DataFrameWriteOptions::new(), None)
+        .await
+        .map_err(&query)?;
+    let rows = written
+        .first()
+        .and_then(|b| b.column(0).as_primitive_opt::<UInt64Type>())
+        .map_or(0, |counts| counts.values().iter().sum::<u64>());
+    Ok(rows as usize)
 }
 
 /// Where a stage keeps the rows its statements compute for the statements after them.
@@ -305,7 +388,7 @@ fn memory_table(
 }
 
 /// Registers `table` as `name` in place of what had that name.
-fn shadow(
+pub(crate) fn shadow(
     ctx: &SessionContext,
     stage: &'static str,
     name: &str,

@@ -201,6 +201,14 @@ pub trait RunHooks: Send {
         Ok(Vec::new())
     }
 
+    /// Whether [`Self::after_statement`] or [`Self::tables_after`] read the rows of the `@table`
+    /// statement `statement`. On a cluster the executors write the rows of the others as data
+    /// files, which this process commits without reading them: the hooks are not called for
+    /// those statements.
+    fn reads_rows(&self, _statement: &Statement) -> bool {
+        false
+    }
+
     /// For an append-only output table, the rows this chunk's rows replace (in the same commit;
     /// every written row must match the predicate), e.g. the failed verdicts a rerun asked
     /// again. Called after the chunk's statements; `None` appends.

@@ -6,7 +6,7 @@ use std::process::{Command, Output};
 use crate::{cxrlake, ingested_lake, ok};
 
 /// A copy of the shipped reference definitions at `to`.
-fn copy_refdefs(to: &Path) -> std::path::PathBuf {
+pub(crate) fn copy_refdefs(to: &Path) -> std::path::PathBuf {
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../refdefs");
     std::fs::create_dir_all(to.join("sources")).expect("mkdir");
     for entry in [

@@ -388,6 +388,22 @@ fn the_pipeline_on_ballista_with_the_lake_on_s3_equals_the_local_run() {
             .unwrap_or_else(|| panic!("no line says where {stage} runs:\n{stderr}"));
         assert!(line.contains(&format!("runs on {engine}")), "{line}");
     }
+    // The executors wrote the tables' data files, which the cxrlake process committed.
+    for table in [
+        "region_boxes",
+        "sentences",
+        "observations",
+        "scene_graphs",
+        "qa",
+    ] {
+        assert!(
+            stderr
+                .lines()
+                .any(|l| l.contains("files written by the executors")
+                    && l.contains(&format!("statement=\"{table}\""))),
+            "{table} was not written by the executors:\n{stderr}"
+        );
+    }
     // Every table has the rows of the local run, and no scratch table is left.
     same_tables(&server, &lake, &local);
     let scratch = server.root.join(BUCKET).join("lake/_cxrlake/scratch");
@@ -396,6 +412,34 @@ fn the_pipeline_on_ballista_with_the_lake_on_s3_equals_the_local_run() {
         "scratch left in {}",
         scratch.display()
     );
+
+    // An incremental run over some studies (new synonyms: the reports that use them are
+    // extracted and mapped again): the executors' files replace those studies' rows.
+    let edited = crate::commands::copy_refdefs(&dir.path().join("refdefs"));
+    let findings = std::fs::read_to_string(edited.join("findings.toml")).expect("read");
+    let synonym = r#""pleural fluid", "hydrothorax""#;
+    assert!(findings.contains(synonym));
+    let findings = findings.replacen(
+        synonym,
+        r#""pleural fluid", "hydrothorax", "cardiopulmonary process", "radiograph""#,
+        1,
+    );
+    std::fs::write(edited.join("findings.toml"), findings).expect("write");
+    let refdefs = edited.to_str().expect("utf8");
+    ok(cxrlake(&local, &["run", "--refdefs", refdefs]));
+    let output = server.cxrlake(
+        &lake,
+        &["-v", "--engine", engine, "run", "--refdefs", refdefs],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.lines().any(|l| l.contains("incremental run")
+            && crate::distributed::names_stage(l, "extract")
+            && l.contains(" studies")),
+        "extract did not run over some studies:\n{stderr}"
+    );
+    same_tables(&server, &lake, &local);
 
     // The release exported with the lake's scan on the cluster equals the one exported here.
     let export = |out: &str, on: &[&str]| {

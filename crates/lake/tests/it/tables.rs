@@ -552,3 +552,119 @@ async fn scratch_tables_shadow_their_names_until_cleared() {
     lake.clear_scratch("grade").await.expect("clear stage");
     assert_eq!(left(&dir.path().join("_cxrlake/scratch/grade/1")), 0);
 }
+
+/// Writes `batch` as a cluster's executor would: `COPY … TO` the folder, from another session.
+async fn write_elsewhere(folder: &cxrlake_lake::WrittenFolder, batch: RecordBatch) {
+    let ctx = datafusion::prelude::SessionContext::new();
+    ctx.read_batch(batch)
+        .expect("frame")
+        .write_parquet(
+            folder.url(),
+            datafusion::dataframe::DataFrameWriteOptions::new(),
+            None,
+        )
+        .await
+        .expect("copy");
+}
+
+/// `minValues` and `maxValues` of `study_id` in the add actions of `table`'s current files.
+async fn study_bounds(lake: &Lake, table: &str) -> Vec<(String, String)> {
+    let delta = lake.table(table).await.expect("table");
+    let snapshot = delta.snapshot().expect("snapshot");
+    let mut bounds: Vec<(String, String)> = snapshot
+        .log_data()
+        .iter()
+        .map(|file| {
+            let stats: serde_json::Value =
+                serde_json::from_str(&file.stats().expect("stats")).expect("json");
+            let bound = |side: &str| stats[side]["study_id"].as_str().expect(side).to_string();
+            (bound("minValues"), bound("maxValues"))
+        })
+        .collect();
+    bounds.sort();
+    bounds
+}
+
+#[tokio::test]
+async fn files_written_elsewhere_are_committed_here_with_statistics() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = Lake::open_url(dir.path().to_str().expect("utf8")).expect("open");
+    lake.init().await.expect("init");
+    let count = |sql: &'static str| {
+        let lake = lake.clone();
+        async move { query_i64(&lake, sql).await }
+    };
+
+    // Overwrite, then append: each commit's files with statistics that prune by study.
+    let folder = lake.written_folder("reports");
+    write_elsewhere(&folder, reports(&[0, 1, 2], "first")).await;
+    lake.write("reports")
+        .overwrite()
+        .commit_files(&folder, 3)
+        .await
+        .expect("overwrite");
+    let folder = lake.written_folder("reports");
+    write_elsewhere(&folder, reports(&[10, 11], "second")).await;
+    lake.write("reports")
+        .append()
+        .commit_files(&folder, 2)
+        .await
+        .expect("append");
+    assert_eq!(count("SELECT count(*) FROM reports").await, vec![5]);
+    assert_eq!(
+        study_bounds(&lake, "reports").await,
+        vec![
+            ("s000".to_string(), "s002".to_string()),
+            ("s010".to_string(), "s011".to_string())
+        ]
+    );
+
+    // A replace of studies takes the files as their new rows; a study's rows are found again.
+    let folder = lake.written_folder("reports");
+    write_elsewhere(&folder, reports(&[1, 10], "replaced")).await;
+    lake.write("reports")
+        .replace_studies(vec!["s001".into(), "s010".into()])
+        .commit_files(&folder, 2)
+        .await
+        .expect("replace");
+    assert_eq!(
+        texts(
+            &lake,
+            "SELECT text FROM reports WHERE study_id IN ('s001', 's010') ORDER BY study_id"
+        )
+        .await,
+        vec!["replaced 1", "replaced 10"]
+    );
+    let ids = ["s010".to_string()].into_iter().collect();
+    assert_eq!(read_texts(&lake, &ids).await, vec!["replaced 10"]);
+    assert_eq!(count("SELECT count(*) FROM reports").await, vec![5]);
+
+    // Refused, committing nothing: a row of another study, and more rows than the statement
+    // wrote (a task run twice).
+    let version = lake.table("reports").await.expect("table").version();
+    let folder = lake.written_folder("reports");
+    write_elsewhere(&folder, reports(&[2, 11], "stray")).await;
+    let stray = lake
+        .write("reports")
+        .replace_studies(vec!["s002".into()])
+        .commit_files(&folder, 2)
+        .await
+        .expect_err("s011 is not replaced");
+    assert!(stray.to_string().contains("s011"), "{stray}");
+    let twice = lake
+        .write("reports")
+        .append()
+        .commit_files(&folder, 1)
+        .await
+        .expect_err("two rows where one was written");
+    assert!(
+        matches!(twice, LakeError::Written { .. }) && twice.to_string().contains("2 rows"),
+        "{twice}"
+    );
+    assert_eq!(
+        lake.table("reports").await.expect("table").version(),
+        version
+    );
+    lake.discard_written(&folder).await.expect("discard");
+    assert_eq!(count("SELECT count(*) FROM reports").await, vec![5]);
+}
