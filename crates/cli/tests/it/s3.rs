@@ -473,6 +473,26 @@ fn the_pipeline_on_ballista_with_the_lake_on_s3_equals_the_local_run() {
         ),
     );
 
+    // Outside tools read what the executors wrote: delta-rs the lake's qa table (its files in
+    // the executors' folders, with the statistics committed here), pandas and duckdb the
+    // release exported with the cluster's scan.
+    let qa = count_by(&run, "SELECT count(*) FROM qa");
+    let ft = count_by(&run, "SELECT count(*) FROM qa WHERE rating >= 'A'");
+    let (qa_text, ft_text) = (qa.to_string(), ft.to_string());
+    let release = format!("{BUCKET}/release-distributed");
+    let lake_key = format!("{BUCKET}/lake");
+    let args = [
+        server.endpoint.as_str(),
+        ACCESS_KEY,
+        SECRET_KEY,
+        &release,
+        &lake_key,
+        &qa_text,
+        &ft_text,
+    ];
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    crate::python_check("s3.py", &args, "s3 ok");
+
     // Queries on the cluster equal the local ones.
     for query in [
         "SELECT rating, count(*) AS n FROM qa GROUP BY rating ORDER BY rating",
