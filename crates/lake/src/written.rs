@@ -96,7 +96,7 @@ impl Lake {
         self.delete_under(&folder.path).await.map(|_| ())
     }
 
-    /// The data files in `folder`, largest first.
+    /// The data files in `folder`, by path.
     async fn written_files(&self, folder: &WrittenFolder) -> Result<Vec<ObjectMeta>> {
         let mut files: Vec<ObjectMeta> = self
             .store()
@@ -104,7 +104,7 @@ impl Lake {
             .try_filter(|meta| std::future::ready(meta.location.extension() == Some("parquet")))
             .try_collect()
             .await?;
-        files.sort_by(|a, b| b.size.cmp(&a.size).then(a.location.cmp(&b.location)));
+        files.sort_by(|a, b| a.location.cmp(&b.location));
         Ok(files)
     }
 }

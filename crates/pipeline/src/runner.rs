@@ -308,30 +308,25 @@ async fn run_chunks(
                 && table_def.name != "quarantine"
                 && !prepared.hooks.reads_rows(statement)
             {
-                let folder = lake.written_folder(table_def.name);
-                let rows =
-                    copy_statement(&ctx, name, statement, &params, table_schema, folder.url())
-                        .await?;
+                let written = write_on_executors(
+                    &ctx,
+                    lake,
+                    name,
+                    statement,
+                    &params,
+                    (table_def, table_schema),
+                    kept,
+                )
+                .await?;
                 tracing::info!(
                     statement = statement.name.as_str(),
                     chunk = index + 1,
                     chunks = n_chunks,
-                    rows,
+                    rows = written.rows(),
                     seconds = step.elapsed().as_secs_f64(),
                     "statement done (files written by the executors)"
                 );
-                if rows == 0 {
-                    lake.discard_written(&folder).await?;
-                    hold(&ctx, kept, name, &statement.name, table_schema.clone(), &[]).await?;
-                    outputs.push((statement.name.clone(), Output::Batches(Vec::new())));
-                } else {
-                    if !matches!(kept, Holding::Unread) {
-                        let written =
-                            lake.written_table(&folder, table_schema.clone(), &ctx.runtime_env())?;
-                        shadow(&ctx, name, &statement.name, written)?;
-                    }
-                    outputs.push((statement.name.clone(), Output::Files(folder, rows)));
-                }
+                outputs.push((statement.name.clone(), written));
                 continue;
             }
             let (schema, batches) = run_statement(&ctx, name, statement, &params).await?;
@@ -565,6 +560,32 @@ impl Output {
             Output::Files(_, rows) => *rows,
         }
     }
+}
+
+/// Runs the `@table` statement `statement` on the cluster `ctx` is a client of, its rows written
+/// by the executors into a new folder of the table (`copy_statement`) and, unless `kept` is
+/// [`Holding::Unread`], registered for the statements after it (of stage `stage`).
+async fn write_on_executors(
+    ctx: &SessionContext,
+    lake: &Lake,
+    stage: &'static str,
+    statement: &Statement,
+    params: &[(&str, ScalarValue)],
+    (table_def, table_schema): (&TableDef, &SchemaRef),
+    kept: Holding<'_>,
+) -> Result<Output> {
+    let folder = lake.written_folder(table_def.name);
+    let rows = copy_statement(ctx, stage, statement, params, table_schema, folder.url()).await?;
+    if rows == 0 {
+        lake.discard_written(&folder).await?;
+        hold(ctx, kept, stage, &statement.name, table_schema.clone(), &[]).await?;
+        return Ok(Output::Batches(Vec::new()));
+    }
+    if !matches!(kept, Holding::Unread) {
+        let written = lake.written_table(&folder, table_schema.clone(), &ctx.runtime_env())?;
+        shadow(ctx, stage, &statement.name, written)?;
+    }
+    Ok(Output::Files(folder, rows))
 }
 
 /// The digests of the rows the executors wrote into `folder` for `table` (of `schema`), read

@@ -171,6 +171,35 @@ fn same_tables(server: &S3Server, lake: &str, local: &Path) {
     );
 }
 
+/// `tests/python/s3.py` reads, through S3, the release `s3://<bucket>/<release>` (pandas, duckdb,
+/// the zips) and the qa table of the `s3://<bucket>/lake` lake `lake` (delta-rs), and finds the
+/// lake's QA pairs and those rated A or better; the lake's QA pairs.
+fn outside_tools_read(server: &S3Server, lake: &str, release: &str) -> u64 {
+    let in_lake = |args: &[&str]| server.cxrlake(lake, args);
+    let qa = count_by(&in_lake, "SELECT count(*) FROM qa");
+    let ft = count_by(&in_lake, "SELECT count(*) FROM qa WHERE rating >= 'A'");
+    let (qa_text, ft_text) = (qa.to_string(), ft.to_string());
+    let release = format!("{BUCKET}/{release}");
+    let lake_key = format!("{BUCKET}/lake");
+    assert_eq!(
+        lake,
+        format!("s3://{lake_key}"),
+        "s3.py reads the lake at {lake_key}"
+    );
+    let args = [
+        server.endpoint.as_str(),
+        ACCESS_KEY,
+        SECRET_KEY,
+        &release,
+        &lake_key,
+        &qa_text,
+        &ft_text,
+    ];
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
+    crate::python_check("s3.py", &args, "s3 ok");
+    qa
+}
+
 /// Order-independent digest of a table file read by `cxrlake sql` (local path or URL).
 fn file_digest(run: &dyn Fn(&[&str]) -> Output, location: &str) -> (usize, u64) {
     let rows = crate::snapshot::rows(run, &format!("'{location}'"));
@@ -276,23 +305,7 @@ fn the_pipeline_on_s3_equals_the_local_run_and_exports_to_s3() {
     );
 
     // Outside tools read both back through S3.
-    let in_lake = |args: &[&str]| server.cxrlake(&lake, args);
-    let qa = count_by(&in_lake, "SELECT count(*) FROM qa");
-    let ft = count_by(&in_lake, "SELECT count(*) FROM qa WHERE rating >= 'A'");
-    let (qa_text, ft_text) = (qa.to_string(), ft.to_string());
-    let release = format!("{BUCKET}/release");
-    let lake_key = format!("{BUCKET}/lake");
-    let args = [
-        server.endpoint.as_str(),
-        ACCESS_KEY,
-        SECRET_KEY,
-        &release,
-        &lake_key,
-        &qa_text,
-        &ft_text,
-    ];
-    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
-    crate::python_check("s3.py", &args, "s3 ok");
+    let qa = outside_tools_read(&server, &lake, "release");
 
     // The release imports back from S3.
     let imported = format!("s3://{BUCKET}/imported");
@@ -476,22 +489,8 @@ fn the_pipeline_on_ballista_with_the_lake_on_s3_equals_the_local_run() {
     // Outside tools read what the executors wrote: delta-rs the lake's qa table (its files in
     // the executors' folders, with the statistics committed here), pandas and duckdb the
     // release exported with the cluster's scan.
-    let qa = count_by(&run, "SELECT count(*) FROM qa");
-    let ft = count_by(&run, "SELECT count(*) FROM qa WHERE rating >= 'A'");
-    let (qa_text, ft_text) = (qa.to_string(), ft.to_string());
-    let release = format!("{BUCKET}/release-distributed");
-    let lake_key = format!("{BUCKET}/lake");
-    let args = [
-        server.endpoint.as_str(),
-        ACCESS_KEY,
-        SECRET_KEY,
-        &release,
-        &lake_key,
-        &qa_text,
-        &ft_text,
-    ];
-    let args: Vec<&std::ffi::OsStr> = args.iter().map(std::ffi::OsStr::new).collect();
-    crate::python_check("s3.py", &args, "s3 ok");
+    let qa = outside_tools_read(&server, &lake, "release-distributed");
+    assert!(qa > 0, "the cluster's lake has no QA pairs");
 
     // Queries on the cluster equal the local ones.
     for query in [
