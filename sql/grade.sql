@@ -13,22 +13,17 @@
 -- through the probe side. Reordered, the last join took the chunk's qa rows as its build side
 -- (a Delta scan's statistics count compressed bytes) and copied all of them into one batch.
 --
--- Parameters: $judge, the judge id written to `judge`. Its requests are recomputed, so the content
--- hashes match those of the judge stage; a content hash names the judge's model, so any verdict
+-- Parameters: $judge, the judge id written to `judge`. Its requests' hashes are recomputed, so
+-- they match those of the judge stage; a content hash names the judge's model, so any verdict
 -- with that hash is this judge's.
 
 -- @step requests
-SELECT study_id,
-       question_id,
-       request['criterion'] AS criterion,
-       request['content_hash'] AS content_hash
-FROM (
-    SELECT q.study_id,
-           q.question_id,
-           unnest(judge_requests(q.question_strategy, q.question, q.answers, r.text)) AS request
-    FROM reports r
-    RIGHT JOIN qa q ON r.study_id = q.study_id
-)
+-- The chunk's QA pairs, each with its five criteria's content hashes (`judge_hashes`: the judge's
+-- requests without the inputs, which grade does not read). The qa statement reads the pairs from
+-- this step rather than scanning qa again: decoding the nested answers is most of a scan's cost.
+SELECT q.*, judge_hashes(q.question_strategy, q.question, q.answers, r.text) AS hashes
+FROM reports r
+RIGHT JOIN qa q ON r.study_id = q.study_id
 
 -- @step frontal
 SELECT study_id, array_agg(image_id) FILTER (WHERE is_frontal) AS frontal_images
@@ -49,7 +44,13 @@ RIGHT JOIN (
            r.question_id,
            array_agg(named_struct('criterion', r.criterion, 'levels', j.levels)) AS verdicts
     FROM chunk_verdicts j
-    RIGHT JOIN requests r ON j.content_hash = r.content_hash
+    RIGHT JOIN (
+        SELECT study_id,
+               question_id,
+               h['criterion'] AS criterion,
+               h['content_hash'] AS content_hash
+        FROM (SELECT study_id, question_id, unnest(hashes) AS h FROM requests)
+    ) r ON j.content_hash = r.content_hash
     GROUP BY r.study_id, r.question_id
 ) g ON f.study_id = g.study_id
 
@@ -81,5 +82,5 @@ FROM (
                     v.frontal_images,
                     v.verdicts) AS g
     FROM verdicts v
-    JOIN qa q ON q.study_id = v.study_id AND q.question_id = v.question_id
+    JOIN requests q ON q.study_id = v.study_id AND q.question_id = v.question_id
 )

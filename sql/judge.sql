@@ -44,22 +44,25 @@ WHERE j.content_hash IS NULL
 GROUP BY r.criterion, r.content_hash
 
 -- @step groups
--- One row per judge call: up to $judge_batch pending inputs of one study and criterion, in
--- content-hash order (deterministic whatever the batch boundaries of the plan).
-SELECT p.criterion,
-       min(rp.text) AS report,
-       array_agg(p.content_hash ORDER BY p.content_hash) AS content_hashes,
-       array_agg(p.input ORDER BY p.content_hash) AS inputs,
-       array_agg(p.item ORDER BY p.content_hash) AS items,
-       array_agg(p.parts ORDER BY p.content_hash) AS parts
+-- One row per judge call: up to $judge_batch pending inputs of one study and criterion, taken in
+-- content-hash order (deterministic whatever the batch boundaries of the plan). A group's items
+-- are aggregated as one list of structs without an ORDER BY (an ordered array_agg keeps a sorted
+-- buffer per group: 20 times slower here); judge_verdicts reads them in content-hash order.
+SELECT g.criterion, rp.text AS report, g.items
 FROM (
-    SELECT *,
-           (CAST(row_number() OVER (PARTITION BY study_id, criterion ORDER BY content_hash)
-                 AS BIGINT) - 1) / CAST($judge_batch AS BIGINT) AS batch_index
-    FROM pending
-) p
-LEFT JOIN reports rp ON rp.study_id = p.study_id
-GROUP BY p.study_id, p.criterion, p.batch_index
+    SELECT study_id,
+           criterion,
+           array_agg(named_struct('content_hash', content_hash, 'input', input, 'item', item,
+                                  'parts', parts)) AS items
+    FROM (
+        SELECT *,
+               (CAST(row_number() OVER (PARTITION BY study_id, criterion ORDER BY content_hash)
+                     AS BIGINT) - 1) / CAST($judge_batch AS BIGINT) AS batch_index
+        FROM pending
+    )
+    GROUP BY study_id, criterion, batch_index
+) g
+LEFT JOIN reports rp ON rp.study_id = g.study_id
 
 -- @table qa_judgements
 -- unnest(v) gives one verdict per input of the group.
@@ -71,6 +74,6 @@ SELECT $judge AS judge,
        v['error'] AS error
 FROM (
     SELECT criterion,
-           unnest(judge_verdicts(criterion, report, content_hashes, inputs, items, parts)) AS v
+           unnest(judge_verdicts(criterion, report, items)) AS v
     FROM groups
 )

@@ -72,14 +72,14 @@ pub enum Recipe {
     },
     /// `judge` with the heuristic judge: `judge_requests` and `heuristic_verdict`.
     HeuristicJudge,
-    /// `grade` with the heuristic judge: `judge_requests` and `grade_qa`.
+    /// `grade` with the heuristic judge: `judge_hashes` and `grade_qa`.
     HeuristicGrade,
 }
 
 impl Recipe {
     /// The functions, built over `defs`.
     fn build(&self, defs: &RefDefs) -> Result<Vec<ScalarUDF>> {
-        let heuristic = || ScalarUDF::from(JudgeRequestsFunc::new(Arc::new(Judge::Heuristic)));
+        let heuristic = Arc::new(Judge::Heuristic);
         Ok(match self {
             Self::Localize { min_area } => {
                 vec![ScalarUDF::from(LocalizeRegionsFunc::new(defs, *min_area))]
@@ -122,8 +122,14 @@ impl Recipe {
                     identity,
                 ))]
             }
-            Self::HeuristicJudge => vec![heuristic(), ScalarUDF::from(HeuristicVerdictFunc::new())],
-            Self::HeuristicGrade => vec![heuristic(), ScalarUDF::from(GradeQaFunc::new())],
+            Self::HeuristicJudge => vec![
+                ScalarUDF::from(JudgeRequestsFunc::new(heuristic)),
+                ScalarUDF::from(HeuristicVerdictFunc::new()),
+            ],
+            Self::HeuristicGrade => vec![
+                ScalarUDF::from(JudgeRequestsFunc::hashes(heuristic)),
+                ScalarUDF::from(GradeQaFunc::new()),
+            ],
         })
     }
 }

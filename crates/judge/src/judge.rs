@@ -144,7 +144,7 @@ impl Judge {
             hasher.update([0]);
             hasher.update(digest.as_bytes());
         }
-        let content_hash = hex::encode(&hasher.finalize()[..16]);
+        let content_hash = hex_of(&hasher.finalize()[..16]);
         Request {
             criterion,
             input,
@@ -152,4 +152,16 @@ impl Judge {
             content_hash,
         }
     }
+}
+
+/// `bytes` in lower-case hex (`hex::encode` collects an iterator of chars, a visible share of
+/// grade's time at 5 hashes per QA pair).
+fn hex_of(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(2 * bytes.len());
+    for byte in bytes {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 15)]));
+    }
+    out
 }

@@ -83,7 +83,7 @@ impl Stage for Grade {
                 recipe_functions("grade", Recipe::HeuristicGrade, pipeline.defs())?
             }
             judge => vec![
-                ScalarUDF::from(JudgeRequestsFunc::new(Arc::new(judge))),
+                ScalarUDF::from(JudgeRequestsFunc::hashes(Arc::new(judge))),
                 ScalarUDF::from(GradeQaFunc::new()),
             ],
         };

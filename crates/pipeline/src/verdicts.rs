@@ -70,21 +70,32 @@ fn strings(stage: &'static str, column: &ArrayRef) -> Result<ArrayRef> {
     cast(column, &DataType::Utf8).map_err(|e| PipelineError::query(stage, e.into()))
 }
 
-/// The content hashes of a requests step's `batches`: the column `content_hash`, or the field of
-/// that name of the struct column `request`.
+/// The content hashes of a requests step's `batches`: the column `content_hash`, the field of
+/// that name of the struct column `request`, or of the list-of-structs column `hashes`.
 pub(crate) fn request_hashes(
     stage: &'static str,
     batches: &[RecordBatch],
 ) -> Result<Vec<ArrayRef>> {
     batches
         .iter()
-        .filter_map(|batch| match batch.column_by_name("content_hash") {
-            Some(hashes) => Some(hashes.clone()),
-            None => batch
-                .column_by_name("request")?
+        .filter_map(|batch| {
+            if let Some(hashes) = batch.column_by_name("content_hash") {
+                return Some(hashes.clone());
+            }
+            if let Some(request) = batch.column_by_name("request") {
+                return request
+                    .as_struct_opt()?
+                    .column_by_name("content_hash")
+                    .cloned();
+            }
+            let lists = batch.column_by_name("hashes")?.as_list_opt::<i32>()?;
+            let offsets = lists.value_offsets();
+            let (first, last) = (offsets[0] as usize, offsets[offsets.len() - 1] as usize);
+            let hashes = lists
+                .values()
                 .as_struct_opt()?
-                .column_by_name("content_hash")
-                .cloned(),
+                .column_by_name("content_hash")?;
+            Some(hashes.slice(first, last - first))
         })
         .map(|hashes| strings(stage, &hashes))
         .collect()

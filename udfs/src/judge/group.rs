@@ -1,19 +1,24 @@
-//! The arguments of `judge_verdicts(criterion, report, content_hashes, inputs, items, parts)`:
-//! one row per group of distinct inputs of one study and criterion (`sql/judge.sql`, step
-//! `groups`), its lists aligned and ordered by content hash.
+//! The arguments of `judge_verdicts(criterion, report, items)`: one row per group of distinct
+//! inputs of one study and criterion (`sql/judge.sql`, step `groups`), `items` a list of
+//! `struct<content_hash, input, item, parts>`. The group is read in content-hash order, so what
+//! the judge sees does not depend on the order in which the plan aggregated it.
 
 use cxrlake_judge::Criterion;
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, StructArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Field, Int32Type};
+use datafusion::arrow::datatypes::{DataType, Int32Type};
 use datafusion::common::{Result, exec_err};
 
-use crate::args::{list_strs, string_at, utf8_arg, utf8_list_arg};
+use crate::args::{string_at, utf8_arg};
 
 /// The columns of a batch of groups.
 pub(crate) struct Groups {
     criteria: ArrayRef,
     reports: ArrayRef,
+    /// `items`' list offsets.
+    offsets: Vec<usize>,
+    /// Its rows' present flags.
+    present: Vec<bool>,
     hashes: ArrayRef,
     inputs: ArrayRef,
     items: ArrayRef,
@@ -26,7 +31,7 @@ pub(crate) struct Group<'a> {
     pub criterion: std::result::Result<Criterion, &'a str>,
     /// The study's report (empty when it has none).
     pub report: &'a str,
-    /// The content hashes of the group's inputs.
+    /// The content hashes of the group's inputs, in order.
     pub hashes: Vec<&'a str>,
     /// The single-item inputs (the rendered prompt of the LLM judge).
     pub inputs: Vec<&'a str>,
@@ -36,27 +41,42 @@ pub(crate) struct Group<'a> {
     pub parts: Vec<usize>,
 }
 
+/// Field `name` of `values` cast to `to`; `function` names errors.
+fn field(values: &StructArray, name: &str, to: &DataType, function: &str) -> Result<ArrayRef> {
+    match values.column_by_name(name) {
+        Some(column) => Ok(cast(column, to)?),
+        None => exec_err!("{function}: the items have no field `{name}`"),
+    }
+}
+
 impl Groups {
-    /// Reads the six arguments; `function` names errors.
+    /// Reads the three arguments; `function` names errors.
     pub(crate) fn new(args: &[ArrayRef], function: &str) -> Result<Self> {
-        if args.len() != 6 {
+        if args.len() != 3 {
             return exec_err!(
-                "{function}(criterion, report, content_hashes, inputs, items, parts) takes 6 \
-                 arguments"
+                "{function}(criterion, report, items) takes 3 arguments, items a list of \
+                 struct<content_hash, input, item, parts>"
             );
         }
-        let int_list = DataType::List(std::sync::Arc::new(Field::new(
-            "item",
-            DataType::Int32,
-            true,
-        )));
+        let Some(list) = args[2].as_list_opt::<i32>() else {
+            return exec_err!(
+                "{function}: items must be a list of struct<content_hash, input, item, parts>, \
+                 not {}",
+                args[2].data_type()
+            );
+        };
+        let Some(values) = list.values().as_struct_opt() else {
+            return exec_err!("{function}: items must be a list of structs");
+        };
         Ok(Groups {
             criteria: utf8_arg(args, 0, function)?,
             reports: utf8_arg(args, 1, function)?,
-            hashes: utf8_list_arg(args, 2, function)?,
-            inputs: utf8_list_arg(args, 3, function)?,
-            items: utf8_list_arg(args, 4, function)?,
-            parts: cast(&args[5], &int_list)?,
+            offsets: list.value_offsets().iter().map(|&o| o as usize).collect(),
+            present: (0..list.len()).map(|row| list.is_valid(row)).collect(),
+            hashes: field(values, "content_hash", &DataType::Utf8, function)?,
+            inputs: field(values, "input", &DataType::Utf8, function)?,
+            items: field(values, "item", &DataType::Utf8, function)?,
+            parts: field(values, "parts", &DataType::Int32, function)?,
         })
     }
 
@@ -65,39 +85,38 @@ impl Groups {
         self.criteria.len()
     }
 
-    /// Group `row`.
+    /// Group `row`, its inputs in content-hash order.
     pub(crate) fn group(&self, row: usize) -> Group<'_> {
         let name = string_at(&self.criteria, row);
-        let hashes = list_strs(&self.hashes, row);
-        let parts = self.parts.as_list::<i32>();
-        let counts: Vec<usize> = if parts.is_null(row) {
-            Vec::new()
+        let mut members: Vec<usize> = if self.present[row] {
+            (self.offsets[row]..self.offsets[row + 1]).collect()
         } else {
-            let values = parts.value(row);
-            let values = values.as_primitive::<Int32Type>();
-            (0..values.len())
-                .map(|i| {
-                    if values.is_valid(i) {
-                        values.value(i).max(0) as usize
+            Vec::new()
+        };
+        members.sort_by_key(|&i| string_at(&self.hashes, i));
+        let parts = self.parts.as_primitive::<Int32Type>();
+        Group {
+            criterion: Criterion::from_key(name).ok_or(name),
+            report: string_at(&self.reports, row),
+            hashes: members
+                .iter()
+                .map(|&i| string_at(&self.hashes, i))
+                .collect(),
+            inputs: members
+                .iter()
+                .map(|&i| string_at(&self.inputs, i))
+                .collect(),
+            items: members.iter().map(|&i| string_at(&self.items, i)).collect(),
+            parts: members
+                .iter()
+                .map(|&i| {
+                    if parts.is_valid(i) {
+                        parts.value(i).max(0) as usize
                     } else {
                         0
                     }
                 })
-                .collect()
-        };
-        let mut items = list_strs(&self.items, row);
-        items.resize(hashes.len(), "");
-        let mut inputs = list_strs(&self.inputs, row);
-        inputs.resize(hashes.len(), "");
-        let mut counts = counts;
-        counts.resize(hashes.len(), 0);
-        Group {
-            criterion: Criterion::from_key(name).ok_or(name),
-            report: string_at(&self.reports, row),
-            hashes,
-            inputs,
-            items,
-            parts: counts,
+                .collect(),
         }
     }
 }

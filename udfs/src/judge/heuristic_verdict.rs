@@ -1,4 +1,4 @@
-//! `judge_verdicts(criterion, report, content_hashes, inputs, items, parts)` of the judges
+//! `judge_verdicts(criterion, report, items)` of the judges
 //! without an LLM (heuristic, reading): each input of the group judged on its own (see
 //! `cxrlake_judge::heuristic` for the rules), so the grouping never changes a verdict.
 
@@ -29,7 +29,7 @@ impl HeuristicVerdictFunc {
     /// The function.
     pub fn new() -> Self {
         Self {
-            signature: Signature::any(6, Volatility::Immutable),
+            signature: Signature::any(3, Volatility::Immutable),
         }
     }
 }

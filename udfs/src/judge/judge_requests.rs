@@ -3,6 +3,10 @@
 //! `list<struct<criterion, content_hash, input, item, parts>>` (`parts`: the answer parts rated;
 //! `item`: a batched LLM judge's block of the item in its batched prompt, else empty).
 //! Equal hashes are judged once (`sql/judge.sql`) and joined back by hash (`sql/grade.sql`).
+//!
+//! `judge_hashes(question_strategy, question, answers, report)`, its narrow form, gives only
+//! `list<struct<criterion, content_hash>>`: what grade joins verdicts by, without copying the
+//! inputs it does not read.
 
 use std::sync::Arc;
 
@@ -39,30 +43,54 @@ pub fn requests_type() -> DataType {
     )))
 }
 
-/// The `judge_requests` scalar function of one judge.
+fn hash_fields() -> Fields {
+    Fields::from(vec![key("criterion"), key("content_hash")])
+}
+
+/// The Arrow type `judge_hashes` returns.
+pub fn hashes_type() -> DataType {
+    DataType::List(Arc::new(Field::new(
+        "item",
+        DataType::Struct(hash_fields()),
+        true,
+    )))
+}
+
+/// The `judge_requests` scalar function of one judge, or its narrow form `judge_hashes`.
 #[derive(Debug)]
 pub struct JudgeRequestsFunc {
     judge: Arc<Judge>,
     id: String,
     cache_id: String,
+    /// `judge_hashes`: criteria and content hashes only.
+    narrow: bool,
     signature: Signature,
 }
 
 impl JudgeRequestsFunc {
-    /// The function of `judge`.
+    /// `judge_requests` of `judge`.
     pub fn new(judge: Arc<Judge>) -> Self {
         Self {
             id: judge.id(),
             cache_id: judge.cache_id(),
             judge,
+            narrow: false,
             signature: Signature::any(4, Volatility::Immutable),
+        }
+    }
+
+    /// `judge_hashes` of `judge`.
+    pub fn hashes(judge: Arc<Judge>) -> Self {
+        Self {
+            narrow: true,
+            ..Self::new(judge)
         }
     }
 }
 
 impl PartialEq for JudgeRequestsFunc {
     fn eq(&self, other: &Self) -> bool {
-        self.id == other.id
+        (&self.id, self.narrow) == (&other.id, other.narrow)
     }
 }
 
@@ -70,13 +98,17 @@ impl Eq for JudgeRequestsFunc {}
 
 impl std::hash::Hash for JudgeRequestsFunc {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.id.hash(state);
+        (&self.id, self.narrow).hash(state);
     }
 }
 
 impl ScalarUDFImpl for JudgeRequestsFunc {
     fn name(&self) -> &str {
-        "judge_requests"
+        if self.narrow {
+            "judge_hashes"
+        } else {
+            "judge_requests"
+        }
     }
 
     fn signature(&self) -> &Signature {
@@ -84,43 +116,84 @@ impl ScalarUDFImpl for JudgeRequestsFunc {
     }
 
     fn return_type(&self, _args: &[DataType]) -> Result<DataType> {
-        Ok(requests_type())
+        Ok(if self.narrow {
+            hashes_type()
+        } else {
+            requests_type()
+        })
     }
 
     fn invoke_with_args(&self, args: ScalarFunctionArgs) -> Result<ColumnarValue> {
         let args = ColumnarValue::values_to_arrays(&args.args)?;
-        if args.len() != 4 {
-            return exec_err!(
-                "judge_requests(question_strategy, question, answers, report) takes 4 arguments"
-            );
-        }
-        let strategies = utf8_arg(&args, 0, self.name())?;
-        let questions = utf8_arg(&args, 1, self.name())?;
-        let answers = Answers::new(&args[2], self.name())?;
-        let reports = utf8_arg(&args, 3, self.name())?;
-        let rows = args[0].len();
-        // Questions are independent: build and hash their requests on every core.
-        let requests: Vec<Vec<Request>> = (0..rows)
-            .into_par_iter()
-            .map(|row| {
-                let report = string_at(&reports, row);
-                let item = QaItem {
-                    strategy: string_at(&strategies, row),
-                    question: string_at(&questions, row),
-                    parts: answers.parts(row),
-                    report: (!report.is_empty()).then_some(report),
-                };
-                Criterion::ALL
-                    .iter()
-                    .map(|&criterion| self.judge.request(&self.cache_id, criterion, &item))
-                    .collect()
-            })
-            .collect();
-        let parts: Vec<i32> = (0..rows)
-            .map(|row| answers.range(row).len() as i32)
-            .collect();
-        Ok(ColumnarValue::Array(requests_array(&requests, &parts)))
+        let (requests, parts) = requests_of(&self.judge, &self.cache_id, &args, self.name())?;
+        Ok(ColumnarValue::Array(if self.narrow {
+            hashes_array(&requests)
+        } else {
+            requests_array(&requests, &parts)
+        }))
     }
+}
+
+/// Per row of `args` (`question_strategy, question, answers, report`), the requests of the five
+/// criteria of `judge` under `cache_id`, and the number of answer parts.
+pub(super) fn requests_of(
+    judge: &Judge,
+    cache_id: &str,
+    args: &[ArrayRef],
+    name: &str,
+) -> Result<(Vec<Vec<Request>>, Vec<i32>)> {
+    if args.len() != 4 {
+        return exec_err!("{name}(question_strategy, question, answers, report) takes 4 arguments");
+    }
+    let strategies = utf8_arg(args, 0, name)?;
+    let questions = utf8_arg(args, 1, name)?;
+    let answers = Answers::new(&args[2], name)?;
+    let reports = utf8_arg(args, 3, name)?;
+    let rows = args[0].len();
+    // Questions are independent: build and hash their requests on every core.
+    let requests: Vec<Vec<Request>> = (0..rows)
+        .into_par_iter()
+        .map(|row| {
+            let report = string_at(&reports, row);
+            let item = QaItem {
+                strategy: string_at(&strategies, row),
+                question: string_at(&questions, row),
+                parts: answers.parts(row),
+                report: (!report.is_empty()).then_some(report),
+            };
+            Criterion::ALL
+                .iter()
+                .map(|&criterion| judge.request(cache_id, criterion, &item))
+                .collect()
+        })
+        .collect();
+    let parts = (0..rows)
+        .map(|row| answers.range(row).len() as i32)
+        .collect();
+    Ok((requests, parts))
+}
+
+fn hashes_array(rows: &[Vec<Request>]) -> ArrayRef {
+    let mut criterion = StringBuilder::new();
+    let mut hash = StringBuilder::new();
+    for request in rows.iter().flatten() {
+        criterion.append_value(request.criterion.key());
+        hash.append_value(&request.content_hash);
+    }
+    let values = StructArray::new(
+        hash_fields(),
+        vec![Arc::new(criterion.finish()), Arc::new(hash.finish())],
+        None,
+    );
+    let DataType::List(item) = hashes_type() else {
+        unreachable!("hashes_type is a list")
+    };
+    Arc::new(ListArray::new(
+        item,
+        OffsetBuffer::from_lengths(rows.iter().map(Vec::len)),
+        Arc::new(values),
+        None,
+    ))
 }
 
 fn requests_array(rows: &[Vec<Request>], parts: &[i32]) -> ArrayRef {

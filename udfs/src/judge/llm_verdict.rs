@@ -1,4 +1,4 @@
-//! `judge_verdicts(criterion, report, content_hashes, inputs, items, parts)` of the LLM judge:
+//! `judge_verdicts(criterion, report, items)` of the LLM judge:
 //! one call per group of distinct inputs of one study and criterion (`sql/judge.sql`, step
 //! `groups`), sent to an OpenAI-compatible server through the client (cache in `llm_calls`,
 //! retries, PHI guard).
@@ -55,7 +55,7 @@ impl LlmVerdictFunc {
             client,
             judge_id,
             prompts,
-            signature: Signature::any(6, Volatility::Immutable),
+            signature: Signature::any(3, Volatility::Immutable),
         }
     }
 }

@@ -3,7 +3,8 @@
 //! | function | what |
 //! |---|---|
 //! | `judge_requests(question_strategy, question, answers, report)` | per QA pair, the five criteria's inputs and content hashes |
-//! | `judge_verdicts(criterion, report, content_hashes, inputs, items, parts)` | the verdicts on a group of distinct inputs of one study and criterion: heuristic ([`HeuristicVerdictFunc`], each input on its own) or LLM ([`LlmVerdictFunc`], one call per group) |
+//! | `judge_hashes(question_strategy, question, answers, report)` | the same without the inputs: per QA pair, the five criteria and content hashes |
+//! | `judge_verdicts(criterion, report, items)` | the verdicts on a group of distinct inputs of one study and criterion: heuristic ([`HeuristicVerdictFunc`], each input on its own) or LLM ([`LlmVerdictFunc`], one call per group) |
 
 mod answers;
 mod group;
@@ -14,6 +15,6 @@ mod verdict;
 
 pub(crate) use answers::{Answers, text_at};
 pub use heuristic_verdict::HeuristicVerdictFunc;
-pub use judge_requests::{JudgeRequestsFunc, requests_type};
+pub use judge_requests::{JudgeRequestsFunc, hashes_type, requests_type};
 pub use llm_verdict::LlmVerdictFunc;
 pub use verdict::verdicts_type;

@@ -202,3 +202,21 @@ fn batched_prompts_show_the_report_once_and_number_the_items() {
     assert!(a.item.is_empty());
     assert_eq!(b.item, prompts.render_item(Criterion::Relevance, &qa));
 }
+
+#[test]
+fn a_content_hash_is_the_documented_digest_so_stored_verdicts_stay_valid() {
+    use sha2::{Digest, Sha256};
+    let judge = Judge::Heuristic;
+    let request = judge.request(&judge.cache_id(), Criterion::Relevance, &item());
+    let digest = Sha256::digest(
+        [
+            judge.cache_id().as_bytes(),
+            b"\0",
+            b"relevance",
+            b"\0",
+            request.input.as_bytes(),
+        ]
+        .concat(),
+    );
+    assert_eq!(request.content_hash, hex::encode(&digest[..16]));
+}
