@@ -120,3 +120,63 @@ impl Groups {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{Int32Array, ListArray, StringArray};
+    use datafusion::arrow::buffer::OffsetBuffer;
+    use datafusion::arrow::datatypes::{Field, Fields};
+
+    use super::*;
+
+    fn strings(values: &[&str]) -> ArrayRef {
+        Arc::new(StringArray::from(values.to_vec()))
+    }
+
+    #[test]
+    fn a_group_is_read_in_content_hash_order_with_its_fields_aligned() -> Result<()> {
+        let fields = Fields::from(vec![
+            Field::new("content_hash", DataType::Utf8, true),
+            Field::new("input", DataType::Utf8, true),
+            Field::new("item", DataType::Utf8, true),
+            Field::new("parts", DataType::Int32, true),
+        ]);
+        let values = StructArray::new(
+            fields.clone(),
+            vec![
+                strings(&["c", "a", "b", "z"]),
+                strings(&["input c", "input a", "input b", "input z"]),
+                strings(&["", "", "", ""]),
+                Arc::new(Int32Array::from(vec![3, 1, 2, 9])),
+            ],
+            None,
+        );
+        let items: ArrayRef = Arc::new(ListArray::new(
+            Arc::new(Field::new("item", DataType::Struct(fields), true)),
+            OffsetBuffer::from_lengths([3, 1]),
+            Arc::new(values),
+            None,
+        ));
+        let args = [
+            strings(&["relevance", "no such criterion"]),
+            strings(&["the report", ""]),
+            items,
+        ];
+        let groups = Groups::new(&args, "judge_verdicts")?;
+        assert_eq!(groups.len(), 2);
+        let first = groups.group(0);
+        assert_eq!(first.criterion, Ok(Criterion::Relevance));
+        assert_eq!(first.report, "the report");
+        assert_eq!(first.hashes, ["a", "b", "c"]);
+        assert_eq!(first.inputs, ["input a", "input b", "input c"]);
+        assert_eq!(first.parts, [1, 2, 3]);
+        let second = groups.group(1);
+        assert_eq!(second.criterion, Err("no such criterion"));
+        assert_eq!(second.hashes, ["z"]);
+        assert_eq!(second.parts, [9]);
+        assert!(Groups::new(&args[..2], "judge_verdicts").is_err());
+        Ok(())
+    }
+}
