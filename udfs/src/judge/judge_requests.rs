@@ -185,8 +185,13 @@ fn hashes_array(rows: &[Vec<Request>]) -> ArrayRef {
         vec![Arc::new(criterion.finish()), Arc::new(hash.finish())],
         None,
     );
-    let DataType::List(item) = hashes_type() else {
-        unreachable!("hashes_type is a list")
+    per_row(rows, hashes_type(), values)
+}
+
+/// `values` as a list of `list_type`, one list of each row's requests.
+fn per_row(rows: &[Vec<Request>], list_type: DataType, values: StructArray) -> ArrayRef {
+    let DataType::List(item) = list_type else {
+        unreachable!("the requests' types are lists")
     };
     Arc::new(ListArray::new(
         item,
@@ -226,13 +231,5 @@ fn requests_array(rows: &[Vec<Request>], parts: &[i32]) -> ArrayRef {
         ],
         None,
     );
-    let DataType::List(item) = requests_type() else {
-        unreachable!("requests_type is a list")
-    };
-    Arc::new(ListArray::new(
-        item,
-        OffsetBuffer::from_lengths(rows.iter().map(Vec::len)),
-        Arc::new(values),
-        None,
-    ))
+    per_row(rows, requests_type(), values)
 }
