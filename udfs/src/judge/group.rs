@@ -4,7 +4,7 @@
 //! the judge sees does not depend on the order in which the plan aggregated it.
 
 use cxrlake_judge::Criterion;
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, StructArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, ListArray, StructArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int32Type};
 use datafusion::common::{Result, exec_err};
@@ -15,10 +15,8 @@ use crate::args::{string_at, utf8_arg};
 pub(crate) struct Groups {
     criteria: ArrayRef,
     reports: ArrayRef,
-    /// `items`' list offsets.
-    offsets: Vec<usize>,
-    /// Its rows' present flags.
-    present: Vec<bool>,
+    /// `items`, whose offsets say which of the fields' values are a group's.
+    list: ListArray,
     hashes: ArrayRef,
     inputs: ArrayRef,
     items: ArrayRef,
@@ -71,8 +69,7 @@ impl Groups {
         Ok(Groups {
             criteria: utf8_arg(args, 0, function)?,
             reports: utf8_arg(args, 1, function)?,
-            offsets: list.value_offsets().iter().map(|&o| o as usize).collect(),
-            present: (0..list.len()).map(|row| list.is_valid(row)).collect(),
+            list: list.clone(),
             hashes: field(values, "content_hash", &DataType::Utf8, function)?,
             inputs: field(values, "input", &DataType::Utf8, function)?,
             items: field(values, "item", &DataType::Utf8, function)?,
@@ -88,8 +85,9 @@ impl Groups {
     /// Group `row`, its inputs in content-hash order.
     pub(crate) fn group(&self, row: usize) -> Group<'_> {
         let name = string_at(&self.criteria, row);
-        let mut members: Vec<usize> = if self.present[row] {
-            (self.offsets[row]..self.offsets[row + 1]).collect()
+        let offsets = self.list.value_offsets();
+        let mut members: Vec<usize> = if self.list.is_valid(row) {
+            (offsets[row] as usize..offsets[row + 1] as usize).collect()
         } else {
             Vec::new()
         };
