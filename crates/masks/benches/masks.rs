@@ -117,6 +117,12 @@ fn main() {
         }),
     );
     report(
+        "summarize (area + bbox)",
+        masks_per_second(&masks, |m| {
+            black_box(cxrlake_masks::summarize(m, HEIGHT, WIDTH).expect("valid bench mask"));
+        }),
+    );
+    report(
         "decode + area",
         masks_per_second(&masks, |m| {
             black_box(decode(m).area());
