@@ -28,6 +28,9 @@ pub enum IngestError {
     /// A record batch could not be built (a bug: rows are built against the table schemas).
     #[error("building a record batch (internal error, please report): {0}")]
     Arrow(#[from] arrow::error::ArrowError),
+    /// The task writing a commit in the background panicked or was cancelled.
+    #[error("writing a commit in the background (internal error, please report): {0}")]
+    Background(#[from] tokio::task::JoinError),
 }
 
 /// Result alias of the ingest crate.

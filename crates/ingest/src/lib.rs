@@ -46,7 +46,7 @@ use tracing::Instrument;
 use crate::discover::{Discovered, FileReader, InputFile, Kind, Labeler};
 use crate::jpg_csv::{CsvInput, ImageInfo, ImageRow, LabelRow, SplitRow};
 use crate::quarantine::{Quarantined, Target};
-use crate::writer::{Offer, Row, Sink, Unit, content_hash, load_keys};
+use crate::writer::{Background, Offer, Row, Sink, Unit, content_hash, load_keys};
 
 pub use error::{IngestError, Result};
 pub use summary::{IngestSummary, TableCounts};
@@ -206,6 +206,8 @@ struct Run<'a> {
     quarantine: Sink<Quarantined>,
     quarantined: HashMap<Target, u64>,
     files_read: HashMap<Target, u64>,
+    /// The commit written while the next files are parsed.
+    background: Background,
 }
 
 impl<'a> Run<'a> {
@@ -292,6 +294,7 @@ impl<'a> Run<'a> {
             ),
             quarantined: HashMap::new(),
             files_read: HashMap::new(),
+            background: Background::default(),
         })
     }
 
@@ -330,14 +333,28 @@ impl<'a> Run<'a> {
     }
 
     async fn flush_full(&mut self) -> Result<()> {
-        let (lake, fingerprint) = (self.lake, &self.fingerprint);
-        self.reports.flush_if_full(lake, fingerprint).await?;
-        self.images.flush_if_full(lake, fingerprint).await?;
-        self.splits.flush_if_full(lake, fingerprint).await?;
-        self.labels.flush_if_full(lake, fingerprint).await?;
-        self.boxes.flush_if_full(lake, fingerprint).await?;
-        self.masks.flush_if_full(lake, fingerprint).await?;
-        self.quarantine.flush_if_full(lake, fingerprint).await?;
+        let (lake, fingerprint, background) = (self.lake, &self.fingerprint, &mut self.background);
+        self.reports
+            .flush_if_full(background, lake, fingerprint)
+            .await?;
+        self.images
+            .flush_if_full(background, lake, fingerprint)
+            .await?;
+        self.splits
+            .flush_if_full(background, lake, fingerprint)
+            .await?;
+        self.labels
+            .flush_if_full(background, lake, fingerprint)
+            .await?;
+        self.boxes
+            .flush_if_full(background, lake, fingerprint)
+            .await?;
+        self.masks
+            .flush_if_full(background, lake, fingerprint)
+            .await?;
+        self.quarantine
+            .flush_if_full(background, lake, fingerprint)
+            .await?;
         Ok(())
     }
 
@@ -561,14 +578,15 @@ impl<'a> Run<'a> {
     }
 
     async fn finish(mut self) -> Result<IngestSummary> {
-        let (lake, fingerprint) = (self.lake, &self.fingerprint);
-        self.splits.flush(lake, fingerprint).await?;
-        self.images.flush(lake, fingerprint).await?;
-        self.labels.flush(lake, fingerprint).await?;
-        self.reports.flush(lake, fingerprint).await?;
-        self.boxes.flush(lake, fingerprint).await?;
-        self.masks.flush(lake, fingerprint).await?;
-        self.quarantine.flush(lake, fingerprint).await?;
+        let (lake, fingerprint, background) = (self.lake, &self.fingerprint, &mut self.background);
+        self.splits.flush(background, lake, fingerprint).await?;
+        self.images.flush(background, lake, fingerprint).await?;
+        self.labels.flush(background, lake, fingerprint).await?;
+        self.reports.flush(background, lake, fingerprint).await?;
+        self.boxes.flush(background, lake, fingerprint).await?;
+        self.masks.flush(background, lake, fingerprint).await?;
+        self.quarantine.flush(background, lake, fingerprint).await?;
+        background.finish().await?;
         self.progress.finish_and_clear();
         let per_table = |target: Target, counts: &TableCounts| {
             let mut counts = counts.clone();

@@ -9,9 +9,11 @@
 //!     key seen earlier in this run  → present if same content, else conflict (→ quarantine)
 //!     otherwise                     → pending ──(max rows / bytes reached, or end)──▶ one commit
 //! ```
+//! A commit is built and written in the background ([`Background`]) while the next files are
+//! read and parsed; one at a time, so commits land in the order they were started.
 
 use std::collections::{HashMap, HashSet};
-use std::hash::{DefaultHasher, Hasher};
+use std::hash::BuildHasher;
 
 use arrow::array::{Array, RecordBatch, StringArray};
 use arrow::compute::cast;
@@ -24,8 +26,11 @@ use crate::error::Result;
 use crate::quarantine::Quarantined;
 use crate::summary::TableCounts;
 
+/// Rows per record batch of a commit.
+const BATCH_ROWS: usize = 8192;
+
 /// A row type of one target table.
-pub trait Row: Sized {
+pub trait Row: Sized + Send + 'static {
     /// The lake table.
     const TABLE: &'static str;
     /// The key of the unit the row belongs to (what idempotency is decided on).
@@ -47,11 +52,10 @@ pub enum Offer {
     Conflict,
 }
 
-/// Hash of a unit's content, to tell identical duplicates from conflicting ones.
+/// Hash of a unit's content, to tell identical duplicates from conflicting ones within a run
+/// (never stored): foldhash, which hashes a CXAS file several times faster than SipHash.
 pub fn content_hash(bytes: &[u8]) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    hasher.write(bytes);
-    hasher.finish()
+    foldhash::fast::FixedState::with_seed(0).hash_one(bytes)
 }
 
 /// Pending rows of one table plus the keys it already holds.
@@ -125,39 +129,84 @@ impl<R: Row> Sink<R> {
     }
 
     /// Flushes when a chunk is full (see [`Sink::is_full`]).
-    pub async fn flush_if_full(&mut self, lake: &Lake, fingerprint: &Value) -> Result<()> {
+    pub async fn flush_if_full(
+        &mut self,
+        background: &mut Background,
+        lake: &Lake,
+        fingerprint: &Value,
+    ) -> Result<()> {
         if self.is_full() {
-            self.flush(lake, fingerprint).await?;
+            self.flush(background, lake, fingerprint).await?;
         }
         Ok(())
     }
 
-    /// Commits the pending rows (nothing when there are none).
-    pub async fn flush(&mut self, lake: &Lake, fingerprint: &Value) -> Result<()> {
+    /// Starts the commit of the pending rows (nothing when there are none) once the commit
+    /// before it has landed.
+    pub async fn flush(
+        &mut self,
+        background: &mut Background,
+        lake: &Lake,
+        fingerprint: &Value,
+    ) -> Result<()> {
         if self.pending.is_empty() {
             return Ok(());
         }
         let rows = std::mem::take(&mut self.pending);
         self.pending_bytes = 0;
-        let batch = R::batch(&rows)?;
+        self.counts.rows_new += rows.len() as u64;
+        self.counts.commits += 1;
         let commit = StageCommit::new("ingest")
             .with_fingerprint(fingerprint.clone())
             .with_metrics(json!({ "table": R::TABLE, "rows": rows.len() }));
-        let version = lake
-            .write(R::TABLE)
-            .append()
-            .commit(commit)
-            .execute(vec![batch])
-            .await?;
-        tracing::debug!(
-            table = R::TABLE,
-            rows = rows.len(),
-            version,
-            "ingest commit"
-        );
-        self.counts.rows_new += rows.len() as u64;
-        self.counts.commits += 1;
+        let lake = lake.clone();
+        background
+            .start(async move {
+                // Batches of a few thousand rows: arrays that fit the allocator's pages, not
+                // one array of the whole commit (hundreds of MB of RLE strings, grown by copying).
+                let batches = rows
+                    .chunks(BATCH_ROWS)
+                    .map(R::batch)
+                    .collect::<Result<Vec<_>>>()?;
+                // Freed before the write: the batches hold the rows' data now.
+                let count = rows.len();
+                drop(rows);
+                let version = lake
+                    .write(R::TABLE)
+                    .append()
+                    .commit(commit)
+                    .execute(batches)
+                    .await?;
+                tracing::debug!(table = R::TABLE, rows = count, version, "ingest commit");
+                Ok(())
+            })
+            .await
+    }
+}
+
+/// The one commit being built and written while the run goes on.
+#[derive(Debug, Default)]
+pub struct Background {
+    running: Option<tokio::task::JoinHandle<Result<()>>>,
+}
+
+impl Background {
+    /// Waits for the running commit, then starts `write`.
+    async fn start(
+        &mut self,
+        write: impl Future<Output = Result<()>> + Send + 'static,
+    ) -> Result<()> {
+        self.finish().await?;
+        self.running = Some(tokio::spawn(write));
         Ok(())
+    }
+
+    /// Waits for the running commit, if any; its error is the run's.
+    pub async fn finish(&mut self) -> Result<()> {
+        match self.running.take() {
+            Some(running) => running.await?,
+            None => Ok(()),
+        }
     }
 }
 

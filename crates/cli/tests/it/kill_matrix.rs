@@ -1,5 +1,5 @@
-//! `cxrlake run` killed right after any of its commits resumes, on a plain rerun, to exactly the
-//! tables of an uninterrupted run.
+//! `cxrlake run` (and `cxrlake ingest`) killed right after any of its commits resumes, on a plain
+//! rerun, to exactly the tables of an uninterrupted run.
 //!
 //! A small ingested lake (6 synthetic studies) is run once uninterrupted (every core stage and
 //! the GIV-CXR flavour, `run --flavour givcxr`): that run makes C Delta commits (the
@@ -30,7 +30,7 @@ use std::time::{Instant, SystemTime};
 
 use cxrlake_lake::Lake;
 
-use crate::{ingested_lake, ok};
+use crate::{cxrlake, ingested_lake, ok};
 
 /// The fault-injection knob (`cxrlake_lake::commit::FAULT_KILL_AFTER_COMMITS`).
 const KNOB: &str = cxrlake_lake::commit::FAULT_KILL_AFTER_COMMITS;
@@ -245,24 +245,53 @@ fn kill_points(commits: &[Commit]) -> Vec<usize> {
 }
 
 #[test]
-#[allow(clippy::print_stdout)] // the figure `scripts/kill-matrix` reports
 fn a_run_killed_at_any_commit_resumes_to_the_uninterrupted_tables() {
-    let started = Instant::now();
     let dir = tempfile::tempdir().expect("tempdir");
     let pre = ingested_lake(dir.path(), 6, 3);
+    killed_at_commits_resume_to_the_uninterrupted_tables(dir.path(), &pre, &RUN, 10);
+}
 
+/// `cxrlake ingest` too: it commits each chunk in the background while it parses the next, so
+/// a kill can land while the next chunk is half parsed; one study per chunk gives a commit per
+/// report, CSV and image file.
+#[test]
+fn an_ingest_killed_at_any_commit_resumes_to_the_uninterrupted_tables() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pre = dir.path().join("lake");
+    let corpus = dir.path().join("corpus");
+    let corpus = corpus.to_str().expect("utf8");
+    ok(cxrlake(&pre, &["init"]));
+    ok(cxrlake(
+        &pre,
+        &["synth", "--studies", "6", "--seed", "3", "--out", corpus],
+    ));
+    let ingest = ["ingest", corpus, "--chunk-studies", "1"];
+    killed_at_commits_resume_to_the_uninterrupted_tables(dir.path(), &pre, &ingest, 10);
+}
+
+/// Runs `args` on two copies of the lake `pre` uninterrupted (they must end equal; at least
+/// `min_commits` commits), then on a copy per kill point, killed after that commit and rerun:
+/// each must end with the uninterrupted tables.
+#[allow(clippy::print_stdout)] // the figure `scripts/kill-matrix` reports
+fn killed_at_commits_resume_to_the_uninterrupted_tables(
+    dir: &Path,
+    pre: &Path,
+    args: &[&str],
+    min_commits: usize,
+) {
+    let started = Instant::now();
     // The reference: two uninterrupted runs on two copies compare equal (so the exclusions are
     // complete), and the first one's commits are the kill points.
     let mut reference = None;
     let mut commits = Vec::new();
     for copy in ["uninterrupted-1", "uninterrupted-2"] {
-        let lake = dir.path().join(copy);
-        copy_dir(&pre, &lake);
-        ok(cxrlake_run(&lake, &RUN, None));
+        let lake = dir.join(copy);
+        copy_dir(pre, &lake);
+        ok(cxrlake_run(&lake, args, None));
         let rows = tables(&lake);
         match &reference {
             None => {
-                commits = new_commits(&pre, &lake);
+                commits = new_commits(pre, &lake);
                 reference = Some(rows);
             }
             Some(first) => {
@@ -276,7 +305,7 @@ fn a_run_killed_at_any_commit_resumes_to_the_uninterrupted_tables() {
         }
     }
     let reference = reference.expect("reference tables");
-    assert!(commits.len() >= 10, "too few commits: {commits:?}");
+    assert!(commits.len() >= min_commits, "too few commits: {commits:?}");
 
     let points = kill_points(&commits);
     let mut survived = 0;
@@ -287,9 +316,9 @@ fn a_run_killed_at_any_commit_resumes_to_the_uninterrupted_tables() {
             "kill after commit {k} of {} ({stage} → {table})",
             commits.len()
         );
-        let lake = dir.path().join(format!("killed-{k}"));
-        copy_dir(&pre, &lake);
-        let killed = cxrlake_run(&lake, &RUN, Some(k));
+        let lake = dir.join(format!("killed-{k}"));
+        copy_dir(pre, &lake);
+        let killed = cxrlake_run(&lake, args, Some(k));
         if killed.status.success() || killed.status.signal().is_none() {
             failures.push(format!(
                 "{at}: the run was not aborted ({}): {}",
@@ -300,7 +329,7 @@ fn a_run_killed_at_any_commit_resumes_to_the_uninterrupted_tables() {
         }
         // Exactly k commits landed, and the write lease was left behind (its holder is gone,
         // so the rerun below takes it over at once).
-        let landed = commit_files(&lake).len() - commit_files(&pre).len();
+        let landed = commit_files(&lake).len() - commit_files(pre).len();
         if landed != k || !lake.join("_cxrlake/lease.json").exists() {
             failures.push(format!(
                 "{at}: {landed} commits landed, lease left: {}",
@@ -308,7 +337,7 @@ fn a_run_killed_at_any_commit_resumes_to_the_uninterrupted_tables() {
             ));
             continue;
         }
-        let resumed = cxrlake_run(&lake, &RUN, None);
+        let resumed = cxrlake_run(&lake, args, None);
         if !resumed.status.success() {
             failures.push(format!(
                 "{at}: the rerun failed ({}): {}",
