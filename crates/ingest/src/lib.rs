@@ -333,27 +333,32 @@ impl<'a> Run<'a> {
     }
 
     async fn flush_full(&mut self) -> Result<()> {
+        self.flush_sinks(false).await
+    }
+
+    /// Starts the commits of every sink's pending rows (`all`) or of the full sinks' rows.
+    async fn flush_sinks(&mut self, all: bool) -> Result<()> {
         let (lake, fingerprint, background) = (self.lake, &self.fingerprint, &mut self.background);
-        self.reports
-            .flush_if_full(background, lake, fingerprint)
+        self.splits
+            .flush_if(all, background, lake, fingerprint)
             .await?;
         self.images
-            .flush_if_full(background, lake, fingerprint)
-            .await?;
-        self.splits
-            .flush_if_full(background, lake, fingerprint)
+            .flush_if(all, background, lake, fingerprint)
             .await?;
         self.labels
-            .flush_if_full(background, lake, fingerprint)
+            .flush_if(all, background, lake, fingerprint)
+            .await?;
+        self.reports
+            .flush_if(all, background, lake, fingerprint)
             .await?;
         self.boxes
-            .flush_if_full(background, lake, fingerprint)
+            .flush_if(all, background, lake, fingerprint)
             .await?;
         self.masks
-            .flush_if_full(background, lake, fingerprint)
+            .flush_if(all, background, lake, fingerprint)
             .await?;
         self.quarantine
-            .flush_if_full(background, lake, fingerprint)
+            .flush_if(all, background, lake, fingerprint)
             .await?;
         Ok(())
     }
@@ -578,15 +583,8 @@ impl<'a> Run<'a> {
     }
 
     async fn finish(mut self) -> Result<IngestSummary> {
-        let (lake, fingerprint, background) = (self.lake, &self.fingerprint, &mut self.background);
-        self.splits.flush(background, lake, fingerprint).await?;
-        self.images.flush(background, lake, fingerprint).await?;
-        self.labels.flush(background, lake, fingerprint).await?;
-        self.reports.flush(background, lake, fingerprint).await?;
-        self.boxes.flush(background, lake, fingerprint).await?;
-        self.masks.flush(background, lake, fingerprint).await?;
-        self.quarantine.flush(background, lake, fingerprint).await?;
-        background.finish().await?;
+        self.flush_sinks(true).await?;
+        self.background.finish().await?;
         self.progress.finish_and_clear();
         let per_table = |target: Target, counts: &TableCounts| {
             let mut counts = counts.clone();

@@ -128,14 +128,16 @@ impl<R: Row> Sink<R> {
         self.pending.len() >= self.max_rows || self.pending_bytes >= self.max_bytes
     }
 
-    /// Flushes when a chunk is full (see [`Sink::is_full`]).
-    pub async fn flush_if_full(
+    /// Starts the commit of the pending rows when `all` is set or the chunk is full (see
+    /// [`Sink::is_full`]).
+    pub async fn flush_if(
         &mut self,
+        all: bool,
         background: &mut Background,
         lake: &Lake,
         fingerprint: &Value,
     ) -> Result<()> {
-        if self.is_full() {
+        if all || self.is_full() {
             self.flush(background, lake, fingerprint).await?;
         }
         Ok(())
@@ -143,7 +145,7 @@ impl<R: Row> Sink<R> {
 
     /// Starts the commit of the pending rows (nothing when there are none) once the commit
     /// before it has landed.
-    pub async fn flush(
+    async fn flush(
         &mut self,
         background: &mut Background,
         lake: &Lake,
