@@ -116,6 +116,10 @@ pub enum Command {
         /// Fraction of images that get CXAS masks (0..=1)
         #[arg(long, value_name = "F")]
         cxas_fraction: Option<f64>,
+        /// Only part K of N of the patients (the whole corpus's files for them), e.g. 3/10:
+        /// ingest each part and delete it before the next when the whole corpus does not fit
+        #[arg(long, value_name = "K/N")]
+        shard: Option<cxrlake_synth::Shard>,
     },
     /// Ingest MIMIC-CXR reports (tree or zip), MIMIC-CXR-JPG CSVs, Chest ImaGenome scene graphs
     /// and CXAS COCO-RLE files; bad input goes to the quarantine table
@@ -747,9 +751,13 @@ impl Cli {
                 out: dir,
                 zip,
                 cxas_fraction,
+                shard,
             } => {
                 let mut options =
                     cxrlake_synth::SynthOptions::new(*studies, *seed, dir.clone()).with_zip(*zip);
+                if let Some(shard) = shard {
+                    options = options.with_shard(*shard);
+                }
                 if let Some(fraction) = cxas_fraction {
                     if !(0.0..=1.0).contains(fraction) {
                         return Err(CliError::Usage(format!(

@@ -74,6 +74,8 @@ struct Manifest<'a> {
     cxas_files: usize,
     masks: usize,
     reports_zip: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard: Option<String>,
 }
 
 /// Study counts per patient summing to exactly `studies`.
@@ -112,7 +114,10 @@ pub fn generate(options: &SynthOptions) -> Result<SynthSummary> {
         study_offsets,
         study_counts,
     };
-    let patients: Vec<PatientOutput> = (0..plan.study_counts.len())
+    let range = options.shard.map_or(0..plan.study_counts.len(), |shard| {
+        shard.patients(plan.study_counts.len())
+    });
+    let patients: Vec<PatientOutput> = range
         .into_par_iter()
         .map(|index| generate_patient(&plan, index))
         .collect::<Result<_>>()?;
@@ -147,6 +152,7 @@ pub fn generate(options: &SynthOptions) -> Result<SynthSummary> {
     let summary = SynthSummary {
         out: options.out.clone(),
         seed: options.seed,
+        shard: options.shard,
         patients: patients.len(),
         studies: sum(|p| p.studies),
         images: sum(|p| p.images),
@@ -170,6 +176,7 @@ pub fn generate(options: &SynthOptions) -> Result<SynthSummary> {
         cxas_files: summary.cxas_files,
         masks: summary.masks,
         reports_zip: options.zip,
+        shard: options.shard.map(|shard| shard.to_string()),
     };
     let path = out.join("manifest.json");
     fs::write(&path, serde_json::to_vec_pretty(&manifest)?)

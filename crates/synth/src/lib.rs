@@ -49,6 +49,53 @@ pub struct SynthOptions {
     /// Share of images (0..=1) that get CXAS masks; the rest of the corpus does not
     /// depend on it. Masks dominate size and time: ~60 KB per frontal image.
     pub cxas_fraction: f64,
+    /// Only this part of the corpus's patients (`None`: all of them).
+    pub shard: Option<Shard>,
+}
+
+/// Part `part` (1-based) of `parts` equal runs of consecutive patients. A shard's per-study
+/// files are byte-identical to the whole corpus's and its CSV and ground-truth rows are the
+/// whole corpus's rows of its patients, so ingesting every shard of a corpus gives the lake of
+/// the whole corpus while only one shard is on disk at a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// Which part, `1..=parts`.
+    pub part: usize,
+    /// How many parts.
+    pub parts: usize,
+}
+
+impl Shard {
+    /// The patient indices of this shard among `patients`.
+    pub fn patients(self, patients: usize) -> std::ops::Range<usize> {
+        patients * (self.part - 1) / self.parts..patients * self.part / self.parts
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = SynthError;
+
+    /// Parses `K/N` with `1 <= K <= N`.
+    fn from_str(text: &str) -> Result<Self> {
+        let invalid = || {
+            SynthError::InvalidOptions(format!(
+                "--shard must be K/N with 1 <= K <= N (part K of N), got '{text}'"
+            ))
+        };
+        let (part, parts) = text.split_once('/').ok_or_else(invalid)?;
+        let part: usize = part.trim().parse().map_err(|_| invalid())?;
+        let parts: usize = parts.trim().parse().map_err(|_| invalid())?;
+        if part == 0 || part > parts {
+            return Err(invalid());
+        }
+        Ok(Self { part, parts })
+    }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.part, self.parts)
+    }
 }
 
 impl SynthOptions {
@@ -60,7 +107,14 @@ impl SynthOptions {
             out: out.into(),
             zip: false,
             cxas_fraction: 1.0,
+            shard: None,
         }
+    }
+
+    /// Generates only `shard` of the corpus's patients.
+    pub fn with_shard(mut self, shard: Shard) -> Self {
+        self.shard = Some(shard);
+        self
     }
 
     /// Sets whether to write the report zip.
@@ -83,6 +137,8 @@ pub struct SynthSummary {
     pub out: PathBuf,
     /// Seed used.
     pub seed: u64,
+    /// The part generated, if not the whole corpus.
+    pub shard: Option<Shard>,
     /// Patients.
     pub patients: usize,
     /// Studies (= reports).
@@ -105,9 +161,12 @@ impl fmt::Display for SynthSummary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(
             f,
-            "synthetic corpus in {} (seed {})",
+            "synthetic corpus in {} (seed {}{})",
             self.out.display(),
-            self.seed
+            self.seed,
+            self.shard
+                .map(|shard| format!(", shard {shard}"))
+                .unwrap_or_default()
         )?;
         writeln!(f, "  patients        {:>9}", self.patients)?;
         writeln!(f, "  studies         {:>9}", self.studies)?;

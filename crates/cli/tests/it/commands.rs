@@ -344,6 +344,9 @@ fn synth_is_deterministic_and_checks_its_flags() {
     let bad = cxrlake(&lake, &["synth", "--out", "x", "--cxas-fraction", "2"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(stderr(&bad).contains("--cxas-fraction"), "{}", stderr(&bad));
+    let bad = cxrlake(&lake, &["synth", "--out", "x", "--shard", "4/3"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("K/N"), "{}", stderr(&bad));
 }
 
 #[test]
