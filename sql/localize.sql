@@ -3,11 +3,14 @@
 -- per image × localized region. localize_regions() applies each region's recipe (CXAS mask box
 -- first, ImaGenome box next, bilateral pairs unfused, super-boxes of children, mask or box
 -- unions/intersections), drops boxes under the minimum area and falls back to coarser regions.
+-- Each mask's box is the one ingest stored: only masks that a mask-space union or intersection
+-- needs are decoded.
 
 -- @table region_boxes
 WITH masks AS (
     SELECT image_id,
-           array_agg(named_struct('class_name', class_name, 'rle_counts', rle_counts)) AS masks
+           array_agg(named_struct('class_name', class_name, 'rle_counts', rle_counts,
+                                  'bbox', bbox)) AS masks
     FROM cxas_masks
     GROUP BY image_id
 ),

@@ -10,10 +10,17 @@
 //! Quality per table 11: a CXAS mask gives BOX_AND_MASK_LOCALIZATION, an ImaGenome box
 //! BOX_LOCALIZATION; a composite missing some parts INCOMPLETE_LOCALIZATION; a coarser region's
 //! boxes FALLBACK_LOCALIZATION; nothing NO_LOCALIZATION.
+//!
+//! A mask is decoded only when a mask-space union or intersection needs its pixels: a region
+//! whose recipe is one CXAS class takes the mask's box, which the lake stores (`cxas_masks.bbox`,
+//! computed at ingest) or one pass over the compressed counts gives ([`CxasMask`]).
 
+use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::HashMap;
+use std::rc::Rc;
 
-use cxrlake_masks::{BBox, Rle, box_area, box_clamp, box_intersection, box_union};
+use cxrlake_masks::{BBox, Rle, box_area, box_clamp, box_intersection, box_union, summarize};
 use cxrlake_refdefs::{Operand, Recipe, RefDefs, Space};
 
 /// Localization quality levels of table 11, worst first.
@@ -62,15 +69,78 @@ pub struct RegionPlan {
 
 /// What one image offers: its size, CXAS masks by class and ImaGenome boxes by name.
 #[derive(Debug, Default)]
-pub struct ImageInputs {
+pub struct ImageInputs<'a> {
     /// Image width in pixels.
     pub width: u32,
     /// Image height in pixels.
     pub height: u32,
-    /// CXAS masks by class name (already checked to have the image's size).
-    pub masks: HashMap<String, Rle>,
+    /// CXAS masks by class name.
+    pub masks: HashMap<&'a str, CxasMask<'a>>,
     /// ImaGenome boxes by box name, in original pixels.
     pub boxes: HashMap<String, BBox>,
+}
+
+/// One CXAS mask of an image: its COCO compressed counts, decoded at most once and only when
+/// its pixels are needed, and its box, given (the lake's `cxas_masks.bbox`) or computed by one
+/// pass over the counts. A mask whose counts do not fit the image has neither box nor pixels,
+/// so it counts as missing (ingest quarantines such masks, so a lake has none).
+#[derive(Debug)]
+pub struct CxasMask<'a> {
+    counts: &'a str,
+    height: u32,
+    width: u32,
+    bbox: OnceCell<Option<BBox>>,
+    rle: OnceCell<Option<Rle>>,
+}
+
+impl<'a> CxasMask<'a> {
+    /// A mask of a `height` x `width` image from its compressed counts.
+    pub fn compressed(counts: &'a str, height: u32, width: u32) -> Self {
+        Self {
+            counts,
+            height,
+            width,
+            bbox: OnceCell::new(),
+            rle: OnceCell::new(),
+        }
+    }
+
+    /// The same mask with its box known (`None`: the mask is empty), as ingest stored it.
+    pub fn with_bbox(self, bbox: Option<BBox>) -> Self {
+        Self {
+            bbox: OnceCell::from(bbox),
+            ..self
+        }
+    }
+
+    /// The mask's tight box, `None` when it is empty or its counts are invalid.
+    pub fn bbox(&self) -> Option<BBox> {
+        *self.bbox.get_or_init(|| {
+            summarize(self.counts, self.height, self.width)
+                .ok()
+                .and_then(|summary| summary.bbox)
+        })
+    }
+
+    /// The mask's runs, `None` when its counts are invalid.
+    pub fn rle(&self) -> Option<&Rle> {
+        self.rle
+            .get_or_init(|| Rle::from_compressed_string(self.counts, self.height, self.width).ok())
+            .as_ref()
+    }
+}
+
+impl CxasMask<'static> {
+    /// A mask already decoded.
+    pub fn decoded(rle: Rle) -> Self {
+        Self {
+            counts: "",
+            height: rle.height(),
+            width: rle.width(),
+            bbox: OnceCell::from(rle.bbox()),
+            rle: OnceCell::from(Some(rle)),
+        }
+    }
 }
 
 /// The localization of one region on one image (a row of `region_boxes`).
@@ -94,12 +164,31 @@ pub struct RegionLocalization {
 
 /// A partial result while evaluating recipes.
 #[derive(Debug, Clone)]
-struct Loc {
+struct Loc<'m> {
     boxes: Vec<BBox>,
-    mask: Option<Rle>,
+    mask: Option<LocMask<'m>>,
     quality: Quality,
     missing: Vec<String>,
 }
+
+/// The pixels behind a partial result: one image mask (decoded on demand) or a computed one.
+#[derive(Debug, Clone)]
+enum LocMask<'m> {
+    Cxas(&'m CxasMask<'m>),
+    Computed(Rc<Rle>),
+}
+
+impl LocMask<'_> {
+    fn rle(&self) -> Option<&Rle> {
+        match self {
+            LocMask::Cxas(mask) => mask.rle(),
+            LocMask::Computed(rle) => Some(rle),
+        }
+    }
+}
+
+/// The memo of evaluated regions, by plan index.
+type Memo<'m> = Vec<Option<Option<Loc<'m>>>>;
 
 impl RegionPlan {
     /// Compiles the localized regions of `defs`; boxes smaller than `min_area` px² are dropped.
@@ -142,8 +231,8 @@ impl RegionPlan {
     }
 
     /// Localizes every region of the plan on one image, in plan order.
-    pub fn localize(&self, image: &ImageInputs) -> Vec<RegionLocalization> {
-        let mut memo: Vec<Option<Option<Loc>>> = vec![None; self.regions.len()];
+    pub fn localize(&self, image: &ImageInputs<'_>) -> Vec<RegionLocalization> {
+        let mut memo: Memo<'_> = vec![None; self.regions.len()];
         let mut out = Vec::with_capacity(self.regions.len());
         for i in 0..self.regions.len() {
             let region = &self.regions[i];
@@ -176,11 +265,11 @@ impl RegionPlan {
         out
     }
 
-    fn fallback(
+    fn fallback<'m>(
         &self,
         i: usize,
-        image: &ImageInputs,
-        memo: &mut Vec<Option<Option<Loc>>>,
+        image: &'m ImageInputs<'m>,
+        memo: &mut Memo<'m>,
     ) -> Option<RegionLocalization> {
         let region = &self.regions[i];
         region.fallbacks.iter().find_map(|name| {
@@ -198,13 +287,13 @@ impl RegionPlan {
         })
     }
 
-    fn eval_region(
+    fn eval_region<'m>(
         &self,
         i: usize,
-        image: &ImageInputs,
-        memo: &mut Vec<Option<Option<Loc>>>,
+        image: &'m ImageInputs<'m>,
+        memo: &mut Memo<'m>,
         visiting: &mut Vec<usize>,
-    ) -> Option<Loc> {
+    ) -> Option<Loc<'m>> {
         if let Some(done) = &memo[i] {
             return done.clone();
         }
@@ -221,7 +310,7 @@ impl RegionPlan {
     }
 
     /// Clamps boxes to the image and drops those under the minimum area.
-    fn finish(&self, mut loc: Loc, image: &ImageInputs) -> Option<Loc> {
+    fn finish<'m>(&self, mut loc: Loc<'m>, image: &ImageInputs<'_>) -> Option<Loc<'m>> {
         loc.boxes = loc
             .boxes
             .into_iter()
@@ -231,36 +320,45 @@ impl RegionPlan {
         (!loc.boxes.is_empty()).then_some(loc)
     }
 
-    fn region_loc(
+    fn region_loc<'m>(
         &self,
         name: &str,
-        image: &ImageInputs,
-        memo: &mut Vec<Option<Option<Loc>>>,
+        image: &'m ImageInputs<'m>,
+        memo: &mut Memo<'m>,
         visiting: &mut Vec<usize>,
-    ) -> Option<Loc> {
+    ) -> Option<Loc<'m>> {
         let j = *self.index.get(name)?;
         self.eval_region(j, image, memo, visiting)
     }
 
-    fn eval_recipe(
+    fn eval_recipe<'m>(
         &self,
         recipe: &Recipe,
-        image: &ImageInputs,
-        memo: &mut Vec<Option<Option<Loc>>>,
+        image: &'m ImageInputs<'m>,
+        memo: &mut Memo<'m>,
         visiting: &mut Vec<usize>,
-    ) -> Option<Loc> {
+    ) -> Option<Loc<'m>> {
         match recipe {
             Recipe::Cxas { classes } => {
-                let present: Vec<&Rle> =
-                    classes.iter().filter_map(|c| image.masks.get(c)).collect();
+                let present: Vec<&'m CxasMask<'m>> = classes
+                    .iter()
+                    .filter_map(|c| image.masks.get(c.as_str()))
+                    .collect();
                 let missing: Vec<String> = classes
                     .iter()
-                    .filter(|c| !image.masks.contains_key(*c))
+                    .filter(|c| !image.masks.contains_key(c.as_str()))
                     .cloned()
                     .collect();
-                let mask = union_masks(present)?;
+                // One class: the mask's box, no pixels; several: the union of their pixels.
+                let (bbox, mask) = match present.as_slice() {
+                    [one] => (one.bbox()?, LocMask::Cxas(one)),
+                    several => {
+                        let union = union_masks(several.iter().filter_map(|m| m.rle()))?;
+                        (union.bbox()?, LocMask::Computed(Rc::new(union)))
+                    }
+                };
                 Some(Loc {
-                    boxes: vec![mask.bbox()?],
+                    boxes: vec![bbox],
                     quality: if missing.is_empty() {
                         Quality::BoxAndMaskLocalization
                     } else {
@@ -324,25 +422,25 @@ impl RegionPlan {
         }
     }
 
-    fn eval_set_op(
+    fn eval_set_op<'m>(
         &self,
         space: Space,
         of: &[Operand],
         intersect: bool,
-        image: &ImageInputs,
-        memo: &mut Vec<Option<Option<Loc>>>,
+        image: &'m ImageInputs<'m>,
+        memo: &mut Memo<'m>,
         visiting: &mut Vec<usize>,
-    ) -> Option<Loc> {
+    ) -> Option<Loc<'m>> {
         let mut operands = Vec::with_capacity(of.len());
         let mut missing = Vec::new();
         for operand in of {
             let (name, loc) = match operand {
                 Operand::Cxas(class) => (
                     class.clone(),
-                    image.masks.get(class).and_then(|m| {
+                    image.masks.get(class.as_str()).and_then(|m| {
                         Some(Loc {
                             boxes: vec![m.bbox()?],
-                            mask: Some(m.clone()),
+                            mask: Some(LocMask::Cxas(m)),
                             quality: Quality::BoxAndMaskLocalization,
                             missing: vec![],
                         })
@@ -378,21 +476,21 @@ impl RegionPlan {
         };
         let (boxes, mask) = match space {
             Space::Mask => {
-                let masks: Vec<Rle> = operands
+                let masks: Vec<Cow<'_, Rle>> = operands
                     .iter()
-                    .map(|l| {
-                        l.mask.clone().or_else(|| {
-                            Rle::from_box(
-                                box_union(l.boxes.iter().copied())?,
-                                image.height,
-                                image.width,
-                            )
-                            .ok()
-                        })
+                    .map(|l| match &l.mask {
+                        Some(mask) => mask.rle().map(Cow::Borrowed),
+                        None => Rle::from_box(
+                            box_union(l.boxes.iter().copied())?,
+                            image.height,
+                            image.width,
+                        )
+                        .ok()
+                        .map(Cow::Owned),
                     })
                     .collect::<Option<_>>()?;
                 let mut iter = masks.into_iter();
-                let first = iter.next()?;
+                let first = iter.next()?.into_owned();
                 let combined = iter.try_fold(first, |acc, m| {
                     if intersect {
                         acc.intersection(&m).ok()
@@ -400,7 +498,10 @@ impl RegionPlan {
                         acc.union(&m).ok()
                     }
                 })?;
-                (vec![combined.bbox()?], Some(combined))
+                (
+                    vec![combined.bbox()?],
+                    Some(LocMask::Computed(Rc::new(combined))),
+                )
             }
             Space::Box => {
                 let supers: Vec<BBox> = operands
@@ -427,18 +528,17 @@ impl RegionPlan {
     }
 }
 
-fn union_masks(masks: Vec<&Rle>) -> Option<Rle> {
-    let mut iter = masks.into_iter();
-    let first = iter.next()?.clone();
-    iter.try_fold(first, |acc, m| acc.union(m).ok())
+fn union_masks<'r>(mut masks: impl Iterator<Item = &'r Rle>) -> Option<Rle> {
+    let first = masks.next()?.clone();
+    masks.try_fold(first, |acc, m| acc.union(m).ok())
 }
 
 /// Combines the parts of a composite recipe: available parts give the boxes, missing parts make
 /// the result incomplete, no parts make it unavailable.
-fn combine<'a>(
-    parts: impl Iterator<Item = (&'a str, Option<Loc>)>,
-    boxes: impl FnOnce(&[Loc]) -> Option<Vec<BBox>>,
-) -> Option<Loc> {
+fn combine<'a, 'm>(
+    parts: impl Iterator<Item = (&'a str, Option<Loc<'m>>)>,
+    boxes: impl FnOnce(&[Loc<'m>]) -> Option<Vec<BBox>>,
+) -> Option<Loc<'m>> {
     let mut present = Vec::new();
     let mut missing = Vec::new();
     for (name, loc) in parts {
@@ -468,15 +568,15 @@ fn combine<'a>(
 mod tests {
     use super::*;
 
-    fn lung_masks(height: u32, width: u32) -> HashMap<String, Rle> {
+    fn lung_masks(height: u32, width: u32) -> HashMap<&'static str, CxasMask<'static>> {
         let mut masks = HashMap::new();
         for (class, bbox) in [
             ("right lung", [100.0, 200.0, 400.0, 800.0]),
             ("left lung", [600.0, 220.0, 900.0, 820.0]),
         ] {
             masks.insert(
-                class.to_string(),
-                Rle::from_box(bbox, height, width).expect("mask"),
+                class,
+                CxasMask::decoded(Rle::from_box(bbox, height, width).expect("mask")),
             );
         }
         masks
@@ -552,8 +652,8 @@ mod tests {
             width: 100,
             height: 100,
             masks: HashMap::from([(
-                "right lung".to_string(),
-                Rle::from_box([1.0, 1.0, 4.0, 4.0], 100, 100).expect("mask"),
+                "right lung",
+                CxasMask::decoded(Rle::from_box([1.0, 1.0, 4.0, 4.0], 100, 100).expect("mask")),
             )]),
             boxes: HashMap::new(),
         };
@@ -562,6 +662,113 @@ mod tests {
             find(&rows, "right lung").quality,
             Quality::NoLocalization,
             "9 px² < 16 px²"
+        );
+    }
+
+    /// Every CXAS class the plan reads, as an ellipse-ish mask (so unions and intersections
+    /// differ from their boxes): compressed counts with the stored box, compressed counts alone
+    /// (the box from one pass over them) and decoded masks give the same rows; empty masks count
+    /// as missing in all three, and counts that do not fit the image like a mask left out.
+    #[test]
+    fn compressed_masks_localize_like_decoded_ones() {
+        let defs = RefDefs::embedded().expect("embedded refdefs");
+        let plan = RegionPlan::new(&defs, 16.0);
+        let mut classes: Vec<String> = Vec::new();
+        for region in &plan.regions {
+            match &region.recipe {
+                Recipe::Cxas { classes: of } => classes.extend(of.iter().cloned()),
+                Recipe::Intersection { of, .. } | Recipe::Union { of, .. } => {
+                    classes.extend(of.iter().filter_map(|o| match o {
+                        Operand::Cxas(class) => Some(class.clone()),
+                        _ => None,
+                    }));
+                }
+                _ => {}
+            }
+        }
+        classes.sort();
+        classes.dedup();
+        assert!(classes.len() > 100, "{} classes", classes.len());
+        let (height, width) = (300u32, 260u32);
+        let rles: Vec<(String, Rle)> = classes
+            .iter()
+            .enumerate()
+            .map(|(i, class)| {
+                let (cx, cy) = (40 + (i * 37) % 180, 50 + (i * 53) % 200);
+                let (rx, ry) = (10 + (i * 7) % 50, 12 + (i * 11) % 60);
+                let mut dense = vec![0u8; (height * width) as usize];
+                for y in 0..height as usize {
+                    for x in 0..width as usize {
+                        let (dx, dy) = (
+                            x.abs_diff(cx) as f64 / rx as f64,
+                            y.abs_diff(cy) as f64 / ry as f64,
+                        );
+                        if dx * dx + dy * dy <= 1.0 && i % 17 != 5 {
+                            dense[y * width as usize + x] = 1;
+                        }
+                    }
+                }
+                (
+                    class.clone(),
+                    Rle::from_dense(&dense, height, width).expect("mask"),
+                )
+            })
+            .collect();
+        // Class 3's counts do not fit the image: decoding it failed, so it is left out there.
+        let bad = cxrlake_masks::encode_counts(&[5, 10]);
+        let counts: Vec<String> = rles
+            .iter()
+            .enumerate()
+            .map(|(i, (_, r))| {
+                if i == 3 {
+                    bad.clone()
+                } else {
+                    r.to_compressed_string()
+                }
+            })
+            .collect();
+        let boxes = HashMap::from([("cardiac silhouette".to_string(), [80.0, 90.0, 200.0, 210.0])]);
+        fn inputs<'a>(
+            rles: &'a [(String, Rle)],
+            boxes: &HashMap<String, BBox>,
+            mask: impl Fn(usize) -> Option<CxasMask<'a>>,
+        ) -> ImageInputs<'a> {
+            ImageInputs {
+                width: 260,
+                height: 300,
+                masks: rles
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, (class, _))| Some((class.as_str(), mask(i)?)))
+                    .collect(),
+                boxes: boxes.clone(),
+            }
+        }
+        let decoded = plan.localize(&inputs(&rles, &boxes, |i| {
+            (i != 3).then(|| CxasMask::decoded(rles[i].1.clone()))
+        }));
+        let stored = plan.localize(&inputs(&rles, &boxes, |i| {
+            let mask = CxasMask::compressed(&counts[i], height, width);
+            Some(if i == 3 {
+                mask
+            } else {
+                mask.with_bbox(rles[i].1.bbox())
+            })
+        }));
+        let summarized = plan.localize(&inputs(&rles, &boxes, |i| {
+            Some(CxasMask::compressed(&counts[i], height, width))
+        }));
+        assert_eq!(decoded, stored);
+        assert_eq!(decoded, summarized);
+        let recipes: std::collections::HashSet<&str> =
+            decoded.iter().map(|r| r.recipe.as_str()).collect();
+        assert!(
+            recipes.contains("intersection") && recipes.contains("union"),
+            "{recipes:?}"
+        );
+        assert!(
+            decoded.iter().any(|r| r.is_fallback),
+            "an empty mask falls back"
         );
     }
 

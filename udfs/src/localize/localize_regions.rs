@@ -1,20 +1,23 @@
 //! `localize_regions(masks, boxes, height, width)`: the localization of every localized region of
 //! the reference definitions on one image, as a list of structs (unnested by `sql/localize.sql`).
 //!
-//! `masks` is `list<struct<class_name, rle_counts>>` (CXAS, COCO compressed RLE), `boxes` is
+//! `masks` is `list<struct<class_name, rle_counts[, bbox]>>` (CXAS, COCO compressed RLE, and the
+//! mask's box as ingest stored it; without `bbox` one pass over the counts gives it), `boxes` is
 //! `list<struct<bbox_name, bbox>>` (Chest ImaGenome, original pixels); either may be NULL. The
-//! region plan and the minimum box area are fields, so the plan's identity changes with them.
+//! counts are borrowed from the batch and decoded only for mask-space unions and intersections
+//! (`cxrlake_localize::CxasMask`). The region plan and the minimum box area are fields, so the
+//! plan's identity changes with them.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
-use cxrlake_masks::{BBox, Rle};
+use cxrlake_masks::BBox;
 use cxrlake_refdefs::RefDefs;
 use cxrlake_schemas::pipeline::region_boxes;
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanBuilder, FixedSizeListBuilder, Float32Builder, ListArray,
-    ListBuilder, StringArray, StringBuilder, StructArray,
+    Array, ArrayRef, AsArray, BooleanBuilder, FixedSizeListArray, FixedSizeListBuilder,
+    Float32Array, Float32Builder, ListArray, ListBuilder, StringArray, StringBuilder, StructArray,
 };
 use datafusion::arrow::buffer::OffsetBuffer;
 use datafusion::arrow::compute::cast;
@@ -24,7 +27,7 @@ use datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDFImpl, Signature, Volatility,
 };
 
-use cxrlake_localize::{ImageInputs, RegionLocalization, RegionPlan};
+use cxrlake_localize::{CxasMask, ImageInputs, RegionLocalization, RegionPlan};
 
 /// The `localize_regions` scalar function.
 #[derive(Debug)]
@@ -80,31 +83,64 @@ fn utf8_column(array: &StructArray, name: &str, function: &str) -> Result<String
     Ok(cast(column, &DataType::Utf8)?.as_string::<i32>().clone())
 }
 
-/// The masks of row `row`; masks that do not fit the image are skipped (ingest quarantines them).
-fn masks_of(
-    masks: Option<&ListArray>,
-    row: usize,
-    height: u32,
-    width: u32,
-) -> Result<HashMap<String, Rle>> {
-    let mut out = HashMap::new();
-    let Some(list) = masks.filter(|l| l.is_valid(row)) else {
-        return Ok(out);
-    };
-    let entries = list.value(row);
-    let Some(entries) = entries.as_struct_opt() else {
-        return exec_err!("localize_regions: masks must be a list of structs");
-    };
-    let classes = utf8_column(entries, "class_name", "localize_regions")?;
-    let counts = utf8_column(entries, "rle_counts", "localize_regions")?;
-    for (class, counts) in classes.iter().zip(counts.iter()) {
-        if let (Some(class), Some(counts)) = (class, counts)
-            && let Ok(rle) = Rle::from_compressed_string(counts, height, width)
-        {
-            out.insert(class.to_string(), rle);
-        }
+/// The `masks` argument of a batch, its entries' columns read once.
+struct MaskColumns {
+    list: ListArray,
+    classes: StringArray,
+    counts: StringArray,
+    /// Stored boxes (`[x1, y1, x2, y2]`, NULL for an empty mask) and their values.
+    bboxes: Option<(FixedSizeListArray, Float32Array)>,
+}
+
+impl MaskColumns {
+    fn new(masks: Option<&ListArray>) -> Result<Option<Self>> {
+        let Some(list) = masks else {
+            return Ok(None);
+        };
+        let Some(entries) = list.values().as_struct_opt() else {
+            return exec_err!("localize_regions: masks must be a list of structs");
+        };
+        let bboxes = match entries.column_by_name("bbox") {
+            Some(column) => {
+                let item = Arc::new(Field::new("item", DataType::Float32, true));
+                let boxes = cast(column, &DataType::FixedSizeList(item, 4))?;
+                let boxes = boxes.as_fixed_size_list().clone();
+                let values = boxes.values().as_primitive::<Float32Type>().clone();
+                Some((boxes, values))
+            }
+            None => None,
+        };
+        Ok(Some(Self {
+            list: list.clone(),
+            classes: utf8_column(entries, "class_name", "localize_regions")?,
+            counts: utf8_column(entries, "rle_counts", "localize_regions")?,
+            bboxes,
+        }))
     }
-    Ok(out)
+
+    /// The masks of row `row` by class, borrowing their counts.
+    fn of_row(&self, row: usize, height: u32, width: u32) -> HashMap<&str, CxasMask<'_>> {
+        let mut out = HashMap::new();
+        if self.list.is_null(row) {
+            return out;
+        }
+        let offsets = self.list.value_offsets();
+        for entry in offsets[row] as usize..offsets[row + 1] as usize {
+            if self.classes.is_null(entry) || self.counts.is_null(entry) {
+                continue;
+            }
+            let mut mask = CxasMask::compressed(self.counts.value(entry), height, width);
+            if let Some((boxes, values)) = &self.bboxes {
+                let stored = boxes.is_valid(entry).then(|| {
+                    let at = boxes.value_offset(entry) as usize;
+                    [at, at + 1, at + 2, at + 3].map(|i| values.value(i))
+                });
+                mask = mask.with_bbox(stored);
+            }
+            out.insert(self.classes.value(entry), mask);
+        }
+        out
+    }
 }
 
 fn boxes_of(boxes: Option<&ListArray>, row: usize) -> Result<HashMap<String, BBox>> {
@@ -248,7 +284,8 @@ impl ScalarUDFImpl for LocalizeRegionsFunc {
             height.as_primitive::<Int64Type>(),
             width.as_primitive::<Int64Type>(),
         );
-        let (masks, boxes) = (as_list(masks), as_list(boxes));
+        let masks = MaskColumns::new(as_list(masks))?;
+        let boxes = as_list(boxes);
         let mut builder = OutputBuilder::new();
         let mut lengths = Vec::with_capacity(rows);
         for row in 0..rows {
@@ -269,7 +306,10 @@ impl ScalarUDFImpl for LocalizeRegionsFunc {
             let image = ImageInputs {
                 width: w,
                 height: h,
-                masks: masks_of(masks, row, h, w)?,
+                masks: masks
+                    .as_ref()
+                    .map(|masks| masks.of_row(row, h, w))
+                    .unwrap_or_default(),
                 boxes: boxes_of(boxes, row)?,
             };
             let located = self.plan.localize(&image);
