@@ -103,6 +103,12 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 /// Suffix of temporary files.
 pub(crate) const TEMP_SUFFIX: &str = ".tmp";
 
+/// The deflate level of zip members and `.csv.gz` files: 6, zlib's default and what Python's
+/// `zipfile` writes. With flate2's zlib-rs backend, synthetic studies' `qa.json` files compress
+/// 31× at ~280 MB/s where level 1 gave 15× at ~670 MB/s, and the metadata CSVs 17–29× instead of
+/// 8–17×: a release about half the size for a little more export CPU.
+pub(crate) const DEFLATE_LEVEL: u32 = 6;
+
 static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 
 /// Writes `bytes` to `path` atomically (see the module doc).

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! rayon, per study ─ bytes ─▶ Folder: atomic file write
-//!                            Zip:    a one-member zip in memory (deflate, level 1)
+//!                            Zip:    a one-member zip in memory (deflate, level 6)
 //!                                     └─ after the batch: merged into the archive (raw copy,
 //!                                        no recompression) under one lock
 //! archive: .qa.zip.<pid>.tmp ── finish: central directory (zip64 when needed) ──rename──▶ qa.zip
@@ -21,7 +21,7 @@ use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, DateTime, ZipArchive, ZipWriter};
 
 use crate::error::{ExportError, Result};
-use crate::files::{create_folder, hidden_temp, patient_folder, write_file};
+use crate::files::{DEFLATE_LEVEL, create_folder, hidden_temp, patient_folder, write_file};
 use crate::inflight::Written;
 
 /// Where per-study files are written.
@@ -95,12 +95,12 @@ fn io_error(path: &Path) -> impl Fn(std::io::Error) -> ExportError + '_ {
     }
 }
 
-/// Deflate at level 1 (about 4× smaller than JSON text, several times faster than level 6) and
-/// a fixed timestamp, so an archive's bytes depend on its content only.
+/// Deflate at [`DEFLATE_LEVEL`] and a fixed timestamp, so an archive's bytes depend on its
+/// content only.
 fn options() -> SimpleFileOptions {
     SimpleFileOptions::default()
         .compression_method(CompressionMethod::Deflated)
-        .compression_level(Some(1))
+        .compression_level(Some(i64::from(DEFLATE_LEVEL)))
         .last_modified_time(DateTime::default())
 }
 

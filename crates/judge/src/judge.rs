@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use sha2::{Digest, Sha256};
+use ring::digest::{Context, SHA256};
 
 use crate::criterion::Criterion;
 use crate::heuristic::{self, HEURISTIC_JUDGE};
@@ -134,17 +134,17 @@ impl Judge {
                 }),
             ),
         };
-        let mut hasher = Sha256::new();
+        let mut hasher = Context::new(&SHA256);
         hasher.update(id.as_bytes());
-        hasher.update([0]);
+        hasher.update(&[0]);
         hasher.update(criterion.key().as_bytes());
-        hasher.update([0]);
+        hasher.update(&[0]);
         hasher.update(input.as_bytes());
         if let Some((_, digest)) = &batched {
-            hasher.update([0]);
+            hasher.update(&[0]);
             hasher.update(digest.as_bytes());
         }
-        let content_hash = hex_of(&hasher.finalize()[..16]);
+        let content_hash = hex_of(&hasher.finish().as_ref()[..16]);
         Request {
             criterion,
             input,

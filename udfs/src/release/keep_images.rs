@@ -75,11 +75,8 @@ impl ScalarUDFImpl for KeepImagesFunc {
         let [value, image_ids] = arrays.as_slice() else {
             return exec_err!("keep_images takes exactly two arguments");
         };
-        let allowed = allowed_images(image_ids)?;
-        let allowed: Vec<Vec<&str>> = allowed
-            .iter()
-            .map(|ids| ids.iter().map(String::as_str).collect())
-            .collect();
+        let lists = image_lists(image_ids)?;
+        let allowed = allowed_images(&lists);
         let owners: Vec<usize> = (0..value.len()).collect();
         Ok(ColumnarValue::Array(keep(value, &owners, &allowed)?))
     }
@@ -92,16 +89,24 @@ fn is_text(data_type: &DataType) -> bool {
     )
 }
 
-/// The image ids of each row (none for a NULL list).
-fn allowed_images(image_ids: &ArrayRef) -> Result<Vec<Vec<String>>> {
+/// `image_ids` as a list of `Utf8` (`None`: a NULL-typed argument, no image for any row).
+fn image_lists(image_ids: &ArrayRef) -> Result<Option<ArrayRef>> {
     if image_ids.data_type().is_null() {
-        return Ok(vec![Vec::new(); image_ids.len()]);
+        return Ok(None);
     }
     let item = Arc::new(Field::new("item", DataType::Utf8, true));
-    let lists = cast(image_ids, &DataType::List(item))?;
+    Ok(Some(cast(image_ids, &DataType::List(item))?))
+}
+
+/// The image ids of each row of `lists` (from [`image_lists`]), borrowed; none for a NULL
+/// list.
+fn allowed_images(lists: &Option<ArrayRef>) -> Vec<Vec<&str>> {
+    let Some(lists) = lists else {
+        return Vec::new();
+    };
     let lists = lists.as_list::<i32>();
-    let values = lists.values().as_string::<i32>().clone();
-    Ok((0..lists.len())
+    let values = lists.values().as_string::<i32>();
+    (0..lists.len())
         .map(|row| {
             if lists.is_null(row) {
                 return Vec::new();
@@ -110,10 +115,10 @@ fn allowed_images(image_ids: &ArrayRef) -> Result<Vec<Vec<String>>> {
                 lists.value_offsets()[row] as usize..lists.value_offsets()[row + 1] as usize;
             range
                 .filter(|i| values.is_valid(*i))
-                .map(|i| values.value(i).to_string())
+                .map(|i| values.value(i))
                 .collect()
         })
-        .collect())
+        .collect()
 }
 
 /// Whether `data_type` holds a list of structs with an `image_id` somewhere.
@@ -164,16 +169,9 @@ fn keep(array: &ArrayRef, owners: &[usize], allowed: &[Vec<&str>]) -> Result<Arr
                 _ => None,
             };
             let Some(image_ids) = image_ids else {
-                let offsets = OffsetBuffer::new(
-                    offsets
-                        .iter()
-                        .map(|o| o - offsets[0])
-                        .collect::<Vec<_>>()
-                        .into(),
-                );
                 return Ok(Arc::new(ListArray::try_new(
                     Arc::clone(item),
-                    offsets,
+                    rebased(offsets),
                     values,
                     list.nulls().cloned(),
                 )?));
@@ -184,10 +182,21 @@ fn keep(array: &ArrayRef, owners: &[usize], allowed: &[Vec<&str>]) -> Result<Arr
                 .map(|i| {
                     Some(
                         image_ids.is_valid(i)
-                            && allowed[item_owners[i]].contains(&image_ids.value(i)),
+                            && allowed
+                                .get(item_owners[i])
+                                .is_some_and(|ids| ids.contains(&image_ids.value(i))),
                     )
                 })
                 .collect();
+            if mask.true_count() == mask.len() {
+                // Every entry kept (the release's root keeps every image): no copy.
+                return Ok(Arc::new(ListArray::try_new(
+                    Arc::clone(item),
+                    rebased(offsets),
+                    values,
+                    list.nulls().cloned(),
+                )?));
+            }
             let mut kept_offsets = Vec::with_capacity(list.len() + 1);
             kept_offsets.push(0i32);
             let mut kept = 0i32;
@@ -207,6 +216,17 @@ fn keep(array: &ArrayRef, owners: &[usize], allowed: &[Vec<&str>]) -> Result<Arr
         }
         other => exec_err!("keep_images: {other} is not supported (use lists of structs)"),
     }
+}
+
+/// `offsets` starting at 0 (for the values sliced from the first offset).
+fn rebased(offsets: &[i32]) -> OffsetBuffer<i32> {
+    OffsetBuffer::new(
+        offsets
+            .iter()
+            .map(|o| o - offsets[0])
+            .collect::<Vec<_>>()
+            .into(),
+    )
 }
 
 #[cfg(test)]
@@ -264,6 +284,24 @@ mod tests {
         )
         .await;
         assert_eq!(flat, ["[{image_id: F, level: Y}]"]);
+        // Every entry kept: the same values (the function's no-copy path), a NULL list too.
+        let all = run(
+            "SELECT keep_images(answers, ids) FROM (VALUES \
+             ([named_struct('text', 'a', 'localization', [named_struct('image_id', 'F', 'q', 1), \
+                                                           named_struct('image_id', 'L', 'q', 2)])], \
+              ['L', 'F']), \
+             ([named_struct('text', 'b', 'localization', NULL), \
+               named_struct('text', 'c', 'localization', [named_struct('image_id', 'F', 'q', 3)])], \
+              ['F'])) AS t(answers, ids)",
+        )
+        .await;
+        assert_eq!(
+            all,
+            [
+                "[{text: a, localization: [{image_id: F, q: 1}, {image_id: L, q: 2}]}]",
+                "[{text: b, localization: }, {text: c, localization: [{image_id: F, q: 3}]}]"
+            ]
+        );
         let untouched = run("SELECT keep_images([1, 2], ['F'])").await;
         assert_eq!(untouched, ["[1, 2]"]);
     }

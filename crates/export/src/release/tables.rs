@@ -29,7 +29,7 @@ use serde_json::json;
 
 use super::csv;
 use crate::error::{ExportError, Result};
-use crate::files::hidden_temp;
+use crate::files::{DEFLATE_LEVEL, hidden_temp};
 
 /// The columns pandas reads back as the index of a metadata table, in index order.
 pub(crate) const INDEX_COLUMNS: [&str; 5] = [
@@ -194,7 +194,7 @@ pub(crate) async fn write_stream(
     let mut csv_out = match csv {
         Some(path) => {
             let pending = Pending::new(path)?;
-            let mut gzip = GzEncoder::new(pending.create()?, Compression::fast());
+            let mut gzip = GzEncoder::new(pending.create()?, Compression::new(DEFLATE_LEVEL));
             csv::header(&schema.project(&csv_order)?, &mut text);
             gzip.write_all(&text).map_err(io_error(path))?;
             Some((pending, gzip, path))
