@@ -164,17 +164,20 @@ fn keep(array: &ArrayRef, owners: &[usize], allowed: &[Vec<&str>]) -> Result<Arr
                 item_owners.extend(std::iter::repeat_n(*owner, items));
             }
             let values = keep(&values, &item_owners, allowed)?;
+            let relist = |offsets: OffsetBuffer<i32>, values: ArrayRef| -> Result<ArrayRef> {
+                Ok(Arc::new(ListArray::try_new(
+                    Arc::clone(item),
+                    offsets,
+                    values,
+                    list.nulls().cloned(),
+                )?))
+            };
             let image_ids = match item.data_type() {
                 DataType::Struct(_) => values.as_struct().column_by_name(IMAGE_ID).cloned(),
                 _ => None,
             };
             let Some(image_ids) = image_ids else {
-                return Ok(Arc::new(ListArray::try_new(
-                    Arc::clone(item),
-                    rebased(offsets),
-                    values,
-                    list.nulls().cloned(),
-                )?));
+                return relist(rebased(offsets), values);
             };
             let image_ids = cast(&image_ids, &DataType::Utf8)?;
             let image_ids: &StringArray = image_ids.as_string::<i32>();
@@ -190,12 +193,7 @@ fn keep(array: &ArrayRef, owners: &[usize], allowed: &[Vec<&str>]) -> Result<Arr
                 .collect();
             if mask.true_count() == mask.len() {
                 // Every entry kept (the release's root keeps every image): no copy.
-                return Ok(Arc::new(ListArray::try_new(
-                    Arc::clone(item),
-                    rebased(offsets),
-                    values,
-                    list.nulls().cloned(),
-                )?));
+                return relist(rebased(offsets), values);
             }
             let mut kept_offsets = Vec::with_capacity(list.len() + 1);
             kept_offsets.push(0i32);
@@ -206,13 +204,10 @@ fn keep(array: &ArrayRef, owners: &[usize], allowed: &[Vec<&str>]) -> Result<Arr
                 kept += range.filter(|i| mask.value(*i)).count() as i32;
                 kept_offsets.push(kept);
             }
-            let values = filter(&values, &mask)?;
-            Ok(Arc::new(ListArray::try_new(
-                Arc::clone(item),
+            relist(
                 OffsetBuffer::new(kept_offsets.into()),
-                values,
-                list.nulls().cloned(),
-            )?))
+                filter(&values, &mask)?,
+            )
         }
         other => exec_err!("keep_images: {other} is not supported (use lists of structs)"),
     }
