@@ -76,7 +76,7 @@ impl ScalarUDFImpl for KeepImagesFunc {
             return exec_err!("keep_images takes exactly two arguments");
         };
         let lists = image_lists(image_ids)?;
-        let allowed = allowed_images(&lists);
+        let allowed = allowed_images(lists.as_ref());
         let owners: Vec<usize> = (0..value.len()).collect();
         Ok(ColumnarValue::Array(keep(value, &owners, &allowed)?))
     }
@@ -100,7 +100,7 @@ fn image_lists(image_ids: &ArrayRef) -> Result<Option<ArrayRef>> {
 
 /// The image ids of each row of `lists` (from [`image_lists`]), borrowed; none for a NULL
 /// list.
-fn allowed_images(lists: &Option<ArrayRef>) -> Vec<Vec<&str>> {
+fn allowed_images(lists: Option<&ArrayRef>) -> Vec<Vec<&str>> {
     let Some(lists) = lists else {
         return Vec::new();
     };
