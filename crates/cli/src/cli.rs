@@ -735,7 +735,8 @@ impl Cli {
                     ))
                 })?;
                 lake.require_initialized().await?;
-                sql(&lake, query, *format, None, out).await
+                let ctx = crate::distributed::stats_session(&lake).await?;
+                sql_in(&ctx, query, *format, None, out).await
             }
             Command::Report { out: dir } => {
                 lake.require_initialized().await?;
@@ -1049,6 +1050,17 @@ async fn sql(
     // extension, compressed or not) or `FROM '/other/lake/qa'` (a Delta table's folder); local
     // paths and object-store URLs. On a Ballista cluster (`--engine`), the lake's tables only.
     let ctx = crate::distributed::sql_session(lake).await?;
+    sql_in(&ctx, query, format, file, out).await
+}
+
+/// Runs `query` (one or more statements) in `ctx` and writes the last one's result.
+async fn sql_in(
+    ctx: &datafusion::prelude::SessionContext,
+    query: &str,
+    format: Format,
+    file: Option<&std::path::Path>,
+    out: &mut dyn Write,
+) -> Result<()> {
     // Several statements run in order (e.g. `SET cxrlake.match_threshold = 0.7; SELECT …`); the
     // last one's result is the output.
     let mut statements = datafusion::sql::parser::DFParser::parse_sql(query)?;

@@ -117,3 +117,14 @@ pub async fn sql_session(lake: &Lake) -> Result<SessionContext> {
         Engine::Ballista { .. } => Ok(engine.session(lake).await?),
     }
 }
+
+/// The session `cxrlake stats` runs in: the report's (`qa.answers` narrowed to the fields the
+/// statistics read, `cxrlake_report::stats::session`), so both show the same numbers; on a
+/// Ballista cluster, the cluster's.
+pub async fn stats_session(lake: &Lake) -> Result<SessionContext> {
+    let engine: Engine = lake.settings().cxrlake.engine.parse()?;
+    match engine {
+        Engine::Local => Ok(cxrlake_report::stats::session(lake).await?),
+        Engine::Ballista { .. } => Ok(engine.session(lake).await?),
+    }
+}

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cxrlake_schemas::{FORMAT_VERSION, TABLES, TableDef};
 use datafusion::arrow::array::{AsArray, BooleanArray, MutableArrayData, RecordBatch, make_array};
 use datafusion::arrow::compute::{cast, filter_record_batch};
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, FieldRef, Fields, Schema, SchemaRef};
 use datafusion::execution::runtime_env::RuntimeEnv;
 use datafusion::prelude::{Expr, SessionConfig, SessionContext, col, lit};
 use deltalake::kernel::transaction::CommitProperties;
@@ -609,6 +609,67 @@ impl Lake {
         );
         Ok(ctx)
     }
+
+    /// Registers the latest version of `table` in `ctx` (a session of this lake) again, reading
+    /// its `list<struct>` column `column` with only the struct fields `fields` (in the table's
+    /// order). The Parquet reader then decodes only those leaves of the column: DataFusion
+    /// reads every leaf of a nested column that a query touches, however few of its fields
+    /// the query uses, and functions of the whole list (`array_length`, `answers[1]`) copy
+    /// every field of it. Deletion vectors are honoured (as row selections). Queries that name a
+    /// field left out fail to plan.
+    pub async fn narrow(
+        &self,
+        ctx: &SessionContext,
+        table: &str,
+        column: &str,
+        fields: &[&str],
+    ) -> Result<()> {
+        let provider = ctx.table_provider(table).await?;
+        let schema = narrowed(&provider.schema(), column, fields)
+            .map_err(|detail| LakeError::Config(format!("table '{table}': {detail}")))?;
+        let loaded = self.table(table).await?;
+        let scan =
+            crate::narrow::NarrowScan::new(&loaded, table, schema, &ctx.runtime_env()).await?;
+        ctx.deregister_table(table)?;
+        ctx.register_table(table, Arc::new(scan))?;
+        Ok(())
+    }
+}
+
+/// `schema` with the `list<struct>` column `column` keeping only the struct fields `fields`.
+fn narrowed(
+    schema: &SchemaRef,
+    column: &str,
+    fields: &[&str],
+) -> std::result::Result<SchemaRef, String> {
+    let (index, field) = schema
+        .column_with_name(column)
+        .ok_or_else(|| format!("no column '{column}'"))?;
+    let DataType::List(item) = field.data_type() else {
+        return Err(format!("'{column}' is not a list of structs"));
+    };
+    let DataType::Struct(parts) = item.data_type() else {
+        return Err(format!("'{column}' is not a list of structs"));
+    };
+    if let Some(missing) = fields.iter().find(|f| parts.find(f).is_none()) {
+        return Err(format!("'{column}' has no field '{missing}'"));
+    }
+    let kept: Fields = parts
+        .iter()
+        .filter(|part| fields.contains(&part.name().as_str()))
+        .cloned()
+        .collect();
+    let item = item.as_ref().clone().with_data_type(DataType::Struct(kept));
+    let field = field
+        .as_ref()
+        .clone()
+        .with_data_type(DataType::List(Arc::new(item)));
+    let mut columns: Vec<FieldRef> = schema.fields().iter().cloned().collect();
+    columns[index] = Arc::new(field);
+    Ok(Arc::new(Schema::new_with_metadata(
+        columns,
+        schema.metadata().clone(),
+    )))
 }
 
 pub(crate) fn commit_properties(commit: &StageCommit) -> CommitProperties {

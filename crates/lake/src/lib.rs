@@ -15,6 +15,7 @@ mod deletion;
 pub mod error;
 pub mod lake;
 pub mod lease;
+mod narrow;
 mod outside;
 pub mod portable;
 mod quarantine;

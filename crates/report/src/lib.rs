@@ -110,7 +110,7 @@ pub async fn write_report(lake: &Lake, report: &Report) -> Result<ReportSummary>
 
 /// The statistics the page shows, and the provenance table.
 async fn run_tables(lake: &Lake) -> Result<Tables> {
-    let ctx = lake.session().await?;
+    let ctx = stats::session(lake).await?;
     let mut tables = Tables::new();
     for name in html::table_names() {
         let table = if name == "provenance" {

@@ -1,7 +1,9 @@
 //! The statistics of `sql/stats/`, by name: `cxrlake stats NAME` prints one, the report runs
-//! those of its figures and tables, so both show the same numbers.
+//! those of its figures and tables, so both show the same numbers. Both run them in
+//! [`session`], which reads `qa.answers` with only the fields the statistics use.
 
 use arrow::array::RecordBatch;
+use cxrlake_lake::Lake;
 use datafusion::prelude::SessionContext;
 
 use crate::error::{ReportError, Result};
@@ -121,6 +123,33 @@ pub const STATS: [(&str, &str); 29] = [
         include_str!("../../../sql/stats/givcxr_review.sql"),
     ),
 ];
+
+/// The fields of `qa.answers` the statistics read (`answer_id` for counting parts). Of the
+/// column's 40 Parquet leaves these are 13, and not the boxes (a quarter of its bytes, nested
+/// four lists deep): at 3,000 studies pyarrow decodes them 4.4× faster than the whole column.
+pub const ANSWER_FIELDS: [&str; 8] = [
+    "answer_id",
+    "answer_type",
+    "text",
+    "regions",
+    "obs_entities",
+    "positiveness",
+    "from_report",
+    "answer_quality",
+];
+
+/// A session over the lake's tables in which `qa.answers` holds only [`ANSWER_FIELDS`], so the
+/// Parquet reader decodes only those leaves (see [`Lake::narrow`]).
+pub async fn session(lake: &Lake) -> Result<SessionContext> {
+    let ctx = lake.session().await?;
+    if ctx
+        .table_exist("qa")
+        .map_err(cxrlake_lake::LakeError::from)?
+    {
+        lake.narrow(&ctx, "qa", "answers", &ANSWER_FIELDS).await?;
+    }
+    Ok(ctx)
+}
 
 /// The SQL of the statistic `name`, if there is one.
 pub fn query(name: &str) -> Option<&'static str> {

@@ -7,6 +7,7 @@ use cxrlake_schemas::{TABLES, rating_field};
 use datafusion::arrow::array::{Array, AsArray, Int64Array, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
+use datafusion::arrow::util::pretty::pretty_format_batches;
 use serde_json::json;
 
 fn schema() -> SchemaRef {
@@ -37,7 +38,11 @@ fn batch(rows: &[(&str, i64, &str)]) -> RecordBatch {
 
 /// The batches of `sql` over the lake's tables.
 async fn query(lake: &Lake, sql: &str) -> Vec<RecordBatch> {
-    let ctx = lake.session().await.expect("session");
+    run(&lake.session().await.expect("session"), sql).await
+}
+
+/// The batches of `sql` in `ctx`.
+async fn run(ctx: &datafusion::prelude::SessionContext, sql: &str) -> Vec<RecordBatch> {
     ctx.sql(sql)
         .await
         .expect("plan")
@@ -667,4 +672,121 @@ async fn files_written_elsewhere_are_committed_here_with_statistics() {
     );
     lake.discard_written(&folder).await.expect("discard");
     assert_eq!(count("SELECT count(*) FROM reports").await, vec![5]);
+}
+
+/// Rows `(study_id, [(answer_id, text)])` with a box per part, as the lake's nested tables hold
+/// them: `answers` is a `list<struct<answer_id, text, boxes>>`.
+async fn parts(rows: &str) -> RecordBatch {
+    let ctx = datafusion::prelude::SessionContext::new();
+    let batches = ctx
+        .sql(&format!(
+            "SELECT column1 AS study_id, column2 AS answers FROM (VALUES {rows})"
+        ))
+        .await
+        .expect("plan")
+        .collect()
+        .await
+        .expect("run");
+    batches.into_iter().next().expect("one batch")
+}
+
+fn part(id: i64, text: &str) -> String {
+    format!(
+        "named_struct('answer_id', CAST({id} AS BIGINT), 'text', '{text}', \
+         'boxes', [[CAST({id} AS FLOAT), 2.0, 3.0, 4.0]])"
+    )
+}
+
+#[tokio::test]
+async fn a_narrowed_nested_column_reads_the_same_rows_and_only_its_fields() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = Lake::open_url(dir.path().to_str().expect("utf8")).expect("open");
+    lake.init().await.expect("init");
+    let first = parts(&format!(
+        "('s1', [{}, {}]), ('s2', [{}])",
+        part(1, "a"),
+        part(2, "b"),
+        part(3, "c")
+    ))
+    .await;
+    let schema = first.schema();
+    lake.create_table("nested", schema.clone())
+        .await
+        .expect("create");
+    lake.write("nested")
+        .execute(vec![first])
+        .await
+        .expect("write");
+    // A deletion vector hides s2's old row: the narrowed scan honours it too.
+    let second = parts(&format!(
+        "('s2', [{}, {}, {}])",
+        part(4, "d"),
+        part(5, "e"),
+        part(6, "f")
+    ))
+    .await;
+    let second = cxrlake_lake::cast_batch(&second, &schema).expect("cast");
+    lake.write("nested")
+        .replace_studies(vec!["s2".into()])
+        .deletion_vectors(true)
+        .execute(vec![second])
+        .await
+        .expect("replace");
+
+    let sql = "SELECT study_id, CAST(array_length(answers) AS BIGINT) AS parts, \
+               answers[1]['text'] AS main FROM nested ORDER BY 1";
+    let full = lake.session().await.expect("session");
+    let narrow = lake.session().await.expect("session");
+    lake.narrow(&narrow, "nested", "answers", &["answer_id", "text"])
+        .await
+        .expect("narrow");
+    let rows = |ctx: datafusion::prelude::SessionContext| async move {
+        pretty_format_batches(&run(&ctx, sql).await)
+            .expect("format")
+            .to_string()
+    };
+    let expected = rows(full).await;
+    assert!(
+        expected.contains("| s2       | 3     | d    |"),
+        "{expected}"
+    );
+    assert_eq!(rows(narrow.clone()).await, expected);
+    let units = run(
+        &narrow,
+        "SELECT sum(u['answer_id']) FROM (SELECT unnest(answers) AS u FROM nested)",
+    )
+    .await;
+    assert_eq!(
+        units[0].column(0).as_primitive::<Int64Type>().value(0),
+        1 + 2 + 4 + 5 + 6
+    );
+
+    // The field left out is gone from the column's type; asking for it fails to plan.
+    let answers = narrow
+        .table("nested")
+        .await
+        .expect("table")
+        .schema()
+        .field_with_name(None, "answers")
+        .expect("answers")
+        .data_type()
+        .clone();
+    assert!(!answers.to_string().contains("boxes"), "{answers}");
+    assert!(
+        narrow
+            .sql("SELECT answers[1]['boxes'] FROM nested")
+            .await
+            .is_err()
+    );
+    // A field the column lacks and a column that is not a list of structs are refused by name.
+    let err = lake
+        .narrow(&narrow, "nested", "answers", &["nope"])
+        .await
+        .expect_err("unknown field");
+    assert!(err.to_string().contains("no field 'nope'"), "{err}");
+    let err = lake
+        .narrow(&narrow, "nested", "study_id", &["x"])
+        .await
+        .expect_err("not a list");
+    assert!(err.to_string().contains("not a list of structs"), "{err}");
 }
