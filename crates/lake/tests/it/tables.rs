@@ -690,6 +690,12 @@ async fn parts(rows: &str) -> RecordBatch {
     batches.into_iter().next().expect("one batch")
 }
 
+/// One `VALUES` row of [`parts`]: the study and its answer parts `(answer_id, text)`.
+fn study(id: &str, answers: &[(i64, &str)]) -> String {
+    let answers: Vec<String> = answers.iter().map(|(n, text)| part(*n, text)).collect();
+    format!("('{id}', [{}])", answers.join(", "))
+}
+
 fn part(id: i64, text: &str) -> String {
     format!(
         "named_struct('answer_id', CAST({id} AS BIGINT), 'text', '{text}', \
@@ -703,10 +709,9 @@ async fn a_narrowed_nested_column_reads_the_same_rows_and_only_its_fields() {
     let lake = Lake::open_url(dir.path().to_str().expect("utf8")).expect("open");
     lake.init().await.expect("init");
     let first = parts(&format!(
-        "('s1', [{}, {}]), ('s2', [{}])",
-        part(1, "a"),
-        part(2, "b"),
-        part(3, "c")
+        "{}, {}",
+        study("s1", &[(1, "a"), (2, "b")]),
+        study("s2", &[(3, "c")])
     ))
     .await;
     let schema = first.schema();
@@ -718,13 +723,7 @@ async fn a_narrowed_nested_column_reads_the_same_rows_and_only_its_fields() {
         .await
         .expect("write");
     // A deletion vector hides s2's old row: the narrowed scan honours it too.
-    let second = parts(&format!(
-        "('s2', [{}, {}, {}])",
-        part(4, "d"),
-        part(5, "e"),
-        part(6, "f")
-    ))
-    .await;
+    let second = parts(&study("s2", &[(4, "d"), (5, "e"), (6, "f")])).await;
     let second = cxrlake_lake::cast_batch(&second, &schema).expect("cast");
     lake.write("nested")
         .replace_studies(vec!["s2".into()])
