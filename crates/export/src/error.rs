@@ -219,17 +219,6 @@ pub enum ExportError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// A zip archive could not be written.
-    #[error(
-        "cannot write the zip archive {path}: {source}; check that the output folder is \
-         writable and has space"
-    )]
-    Zip {
-        /// The archive.
-        path: PathBuf,
-        /// The zip error.
-        source: zip::result::ZipError,
-    },
     /// A Parquet file could not be written.
     #[error(
         "cannot write the Parquet file {path}: {source}; check that the output folder is \

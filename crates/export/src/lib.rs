@@ -60,6 +60,7 @@
 //! or part that is not judged yet has `null` levels and `rating: null`. The validators accept
 //! these encodings only. Answer part `laterality` is spelled as in D.2 (`likely_bilateral`).
 
+mod archive;
 mod columns;
 pub mod d1;
 pub mod d2;

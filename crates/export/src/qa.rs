@@ -43,6 +43,7 @@ use futures::StreamExt;
 use rayon::prelude::*;
 use tracing::Instrument;
 
+use crate::archive::Deflated;
 use crate::d2;
 use crate::error::{ExportError, Result};
 use crate::files::{checked_ids, create_folder, patient_folder};
@@ -443,7 +444,7 @@ fn write_job(sink: &Sink, job: Job) -> Result<Written> {
             sink.prepare_patient(&study.patient_id)?;
         }
     }
-    let results: Vec<(Written, Option<Vec<u8>>)> = studies
+    let results: Vec<(Written, Option<Deflated>)> = studies
         .into_par_iter()
         .map_init(
             || Vec::with_capacity(FILE_CAPACITY),
@@ -460,7 +461,7 @@ fn write_study(
     writers: &[QuestionWriter<'_>],
     mut study: StudyRows,
     bytes: &mut Vec<u8>,
-) -> Result<(Written, Option<Vec<u8>>)> {
+) -> Result<(Written, Option<Deflated>)> {
     let question_id = |at: &RowRef| writers[at.batch].question_id(at.row).unwrap_or_default();
     study
         .rows

@@ -23,6 +23,7 @@ use rayon::prelude::*;
 use serde_json::Value;
 use tracing::Instrument;
 
+use crate::archive::Deflated;
 use crate::error::{ExportError, Result};
 use crate::files::{checked_ids, create_folder, patient_folder};
 use crate::inflight::{Writers, Written};
@@ -206,7 +207,7 @@ fn write_batch(sink: &Sink, batch: &RecordBatch) -> Result<Written> {
             sink.prepare_patient(patient_id)?;
         }
     }
-    let results: Vec<(Written, Option<Vec<u8>>)> = (0..batch.num_rows())
+    let results: Vec<(Written, Option<Deflated>)> = (0..batch.num_rows())
         .into_par_iter()
         .map_init(
             || Vec::with_capacity(FILE_CAPACITY),
@@ -223,7 +224,7 @@ fn write_study(
     writer: &SceneGraphWriter<'_>,
     row: usize,
     bytes: &mut Vec<u8>,
-) -> Result<(Written, Option<Vec<u8>>)> {
+) -> Result<(Written, Option<Deflated>)> {
     bytes.clear();
     write_row(writer, row, bytes)?;
     bytes.push(b'\n');

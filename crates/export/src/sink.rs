@@ -3,23 +3,21 @@
 //!
 //! ```text
 //! rayon, per study ─ bytes ─▶ Folder: atomic file write
-//!                            Zip:    a one-member zip in memory (deflate, level 6)
-//!                                     └─ after the batch: merged into the archive (raw copy,
-//!                                        no recompression) under one lock
-//! archive: .qa.zip.<pid>.tmp ── finish: central directory (zip64 when needed) ──rename──▶ qa.zip
+//!                            Zip:    deflated in memory (level 6, CRC-32) as a [`Deflated`]
+//!                                     └─ after the batch: appended to the archive under one lock
+//! archive: .qa.zip.<pid>.tmp ── finish: central directory (ZIP64 where needed) ──rename──▶ qa.zip
 //! ```
 //!
-//! Compression runs on every core; only the raw copy into the archive is serial. Members are in
-//! the order batches complete, each batch's in scan order.
+//! Compression runs on every core; only the append to the archive is serial. Members are in
+//! the order batches complete, each batch's in scan order. The archive format is
+//! [`crate::archive`]'s.
 
 use std::fs::File;
-use std::io::{BufWriter, Cursor, Write};
+use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use zip::write::SimpleFileOptions;
-use zip::{CompressionMethod, DateTime, ZipArchive, ZipWriter};
-
+use crate::archive::{Deflated, ZipWriter};
 use crate::error::{ExportError, Result};
 use crate::files::{DEFLATE_LEVEL, create_folder, hidden_temp, patient_folder, write_file};
 use crate::inflight::Written;
@@ -43,7 +41,7 @@ impl Sink {
     }
 
     /// Writes `bytes` as `relative` (a folder file now; a zip member returned for [`Sink::merge`]).
-    pub fn put(&self, relative: &Path, bytes: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub fn put(&self, relative: &Path, bytes: &[u8]) -> Result<Option<Deflated>> {
         match self {
             Sink::Folder(dir) => write_file(&dir.join(relative), bytes).map(|()| None),
             Sink::Zip(zip) => zip.member(relative, bytes).map(Some),
@@ -51,7 +49,7 @@ impl Sink {
     }
 
     /// Adds up what per-study writes returned, merging their zip members; the total.
-    pub fn gather(&self, results: Vec<(Written, Option<Vec<u8>>)>) -> Result<Written> {
+    pub fn gather(&self, results: Vec<(Written, Option<Deflated>)>) -> Result<Written> {
         let mut written = Written::default();
         let mut members = Vec::new();
         for (study, member) in results {
@@ -63,7 +61,7 @@ impl Sink {
     }
 
     /// Adds the members [`Sink::put`] returned.
-    pub fn merge(&self, members: Vec<Vec<u8>>) -> Result<()> {
+    pub fn merge(&self, members: Vec<Deflated>) -> Result<()> {
         match self {
             Sink::Folder(_) => Ok(()),
             Sink::Zip(zip) => zip.merge(members),
@@ -81,13 +79,6 @@ pub(crate) struct ZipSink {
     writer: Mutex<Option<ZipWriter<BufWriter<File>>>>,
 }
 
-fn zip_error(path: &Path) -> impl Fn(zip::result::ZipError) -> ExportError + '_ {
-    move |source| ExportError::Zip {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
 fn io_error(path: &Path) -> impl Fn(std::io::Error) -> ExportError + '_ {
     move |source| ExportError::Io {
         path: path.to_path_buf(),
@@ -95,25 +86,17 @@ fn io_error(path: &Path) -> impl Fn(std::io::Error) -> ExportError + '_ {
     }
 }
 
-/// Deflate at [`DEFLATE_LEVEL`] and a fixed timestamp, so an archive's bytes depend on its
-/// content only.
-fn options() -> SimpleFileOptions {
-    SimpleFileOptions::default()
-        .compression_method(CompressionMethod::Deflated)
-        .compression_level(Some(i64::from(DEFLATE_LEVEL)))
-        .last_modified_time(DateTime::default())
-}
-
 impl ZipSink {
     /// Starts `target` (its folder is created); members are named `prefix` + relative path.
     pub fn create(target: &Path, prefix: &str) -> Result<Self> {
         let temp = hidden_temp(target)?;
         let file = File::create(&temp).map_err(io_error(&temp))?;
+        let writer = ZipWriter::new(BufWriter::new(file)).map_err(io_error(&temp))?;
         Ok(Self {
             prefix: prefix.to_string(),
             target: target.to_path_buf(),
             temp,
-            writer: Mutex::new(Some(ZipWriter::new(BufWriter::new(file)))),
+            writer: Mutex::new(Some(writer)),
         })
     }
 
@@ -126,25 +109,17 @@ impl ZipSink {
         format!("{}{}", self.prefix, parts.join("/"))
     }
 
-    /// `bytes` compressed as a one-member archive, ready for [`ZipSink::merge`].
-    fn member(&self, relative: &Path, bytes: &[u8]) -> Result<Vec<u8>> {
-        let mut zip = ZipWriter::new(Cursor::new(Vec::with_capacity(bytes.len() / 3 + 256)));
-        let error = zip_error(&self.target);
-        zip.start_file(self.name(relative), options())
-            .map_err(&error)?;
-        zip.write_all(bytes).map_err(io_error(&self.target))?;
-        Ok(zip.finish().map_err(error)?.into_inner())
+    /// `bytes` deflated at [`DEFLATE_LEVEL`], ready for [`ZipSink::merge`].
+    fn member(&self, relative: &Path, bytes: &[u8]) -> Result<Deflated> {
+        Deflated::new(self.name(relative), bytes, DEFLATE_LEVEL).map_err(io_error(&self.target))
     }
 
-    /// Copies one-member archives into the archive without recompressing.
-    fn merge(&self, members: Vec<Vec<u8>>) -> Result<()> {
-        let error = zip_error(&self.target);
+    /// Appends deflated members to the archive.
+    fn merge(&self, members: Vec<Deflated>) -> Result<()> {
         let mut guard = self.writer.lock().map_err(|_| ExportError::Poisoned)?;
         let writer = guard.as_mut().ok_or(ExportError::Poisoned)?;
         for member in members {
-            writer
-                .merge_archive(ZipArchive::new(Cursor::new(member)).map_err(&error)?)
-                .map_err(&error)?;
+            writer.add(member).map_err(io_error(&self.temp))?;
         }
         Ok(())
     }
@@ -153,9 +128,8 @@ impl ZipSink {
     pub fn finish(&self) -> Result<u64> {
         let mut guard = self.writer.lock().map_err(|_| ExportError::Poisoned)?;
         let writer = guard.take().ok_or(ExportError::Poisoned)?;
-        let mut file = writer.finish().map_err(zip_error(&self.target))?;
-        file.flush().map_err(io_error(&self.temp))?;
-        drop(file);
+        // finish flushes; the file is closed before the rename.
+        drop(writer.finish().map_err(io_error(&self.temp))?);
         std::fs::rename(&self.temp, &self.target).map_err(io_error(&self.target))?;
         let bytes = std::fs::metadata(&self.target)
             .map_err(io_error(&self.target))?
@@ -193,7 +167,7 @@ mod tests {
         sink.merge(members).expect("merge");
         assert!(!target.exists(), "only finish makes the archive visible");
         sink.finish().expect("finish");
-        let mut archive = ZipArchive::new(File::open(&target).expect("open")).expect("zip");
+        let mut archive = zip::ZipArchive::new(File::open(&target).expect("open")).expect("zip");
         let names: Vec<_> = archive.file_names().map(str::to_string).collect();
         assert_eq!(names.len(), 3);
         let mut text = String::new();

@@ -7,7 +7,7 @@ use zip::CompressionMethod;
 
 /// What a member is, by its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Kind {
+pub(crate) enum Kind {
     Qa,
     SceneGraph,
     StudyMetadata,
@@ -47,7 +47,7 @@ pub(super) fn member_ids(name: &str) -> Option<(Kind, String, String)> {
 
 /// One member as stored in its zip.
 #[derive(Debug)]
-pub(super) struct Member {
+pub(crate) struct Member {
     pub name: String,
     pub kind: Kind,
     /// The study id its file name gives, and the patient id of its folder.

@@ -34,7 +34,7 @@
 
 mod columns;
 mod decode;
-mod members;
+pub(crate) mod members;
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;

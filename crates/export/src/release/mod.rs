@@ -430,7 +430,6 @@ async fn run(lake: &Lake, export: &ReleaseExport) -> Result<ReleaseSummary> {
         tracing::info!(folder, %subset, questions = part.questions, "release part written");
         parts.push(part);
     }
-    info::write_stats(lake, export).await?;
     if export.format.physionet() {
         let root = &export.out_dir;
         write_file(
@@ -444,6 +443,9 @@ async fn run(lake: &Lake, export: &ReleaseExport) -> Result<ReleaseSummary> {
         }
         write_file(&root.join("README.md"), readme(export, &parts).as_bytes())?;
     }
+    // Last: the statistics are the slowest part (minutes at full scale) and a release without
+    // them is still whole.
+    info::write_stats(lake, export).await?;
     Ok(ReleaseSummary {
         out_dir: export.out_dir.clone(),
         parts,
