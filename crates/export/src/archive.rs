@@ -123,6 +123,20 @@ impl Record {
         self.0.extend_from_slice(value);
         self
     }
+
+    /// The fields local and central headers share, from the flags to the extra field's length
+    /// (`compressed` and `size` as written: the value or 0xFFFFFFFF).
+    fn described(self, entry: &Entry, compressed: u32, size: u32, extra: usize) -> Self {
+        self.u16(entry.flags())
+            .u16(METHOD_DEFLATE)
+            .u16(DOS_TIME)
+            .u16(DOS_DATE)
+            .u32(entry.crc32)
+            .u32(compressed)
+            .u32(size)
+            .u16(entry.name.len() as u16)
+            .u16(extra as u16)
+    }
 }
 
 /// `value` for a 32-bit field and, when it does not fit, the value for the ZIP64 extra field.
@@ -182,8 +196,10 @@ impl<W: Write> ZipWriter<W> {
             offset: self.position,
             name: member.name,
         };
-        let name_len =
-            u16::try_from(entry.name.len()).map_err(|_| too_long("name", &entry.name))?;
+        // Both headers store the name's length in 16 bits.
+        if u16::try_from(entry.name.len()).is_err() {
+            return Err(too_long("name", &entry.name));
+        }
         // The local header has both sizes in its ZIP64 field when either does not fit (4.5.3).
         let large = u32::try_from(entry.size).map_or(true, |s| s == ZIP64_U32)
             || u32::try_from(entry.compressed).map_or(true, |s| s == ZIP64_U32);
@@ -201,15 +217,7 @@ impl<W: Write> ZipWriter<W> {
         let header = Record::default()
             .bytes(b"PK\x03\x04")
             .u16(version)
-            .u16(entry.flags())
-            .u16(METHOD_DEFLATE)
-            .u16(DOS_TIME)
-            .u16(DOS_DATE)
-            .u32(entry.crc32)
-            .u32(compressed)
-            .u32(size)
-            .u16(name_len)
-            .u16(extra.len() as u16)
+            .described(&entry, compressed, size, extra.len())
             .bytes(entry.name.as_bytes())
             .bytes(&extra);
         self.write(&header.0)?;
@@ -238,15 +246,7 @@ impl<W: Write> ZipWriter<W> {
                 .bytes(b"PK\x01\x02")
                 .u16(MADE_BY_UNIX | version)
                 .u16(version)
-                .u16(entry.flags())
-                .u16(METHOD_DEFLATE)
-                .u16(DOS_TIME)
-                .u16(DOS_DATE)
-                .u32(entry.crc32)
-                .u32(compressed)
-                .u32(size)
-                .u16(entry.name.len() as u16)
-                .u16(extra.len() as u16)
+                .described(entry, compressed, size, extra.len())
                 .u16(0) // comment length
                 .u16(0) // disk number
                 .u16(0) // internal attributes
