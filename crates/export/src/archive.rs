@@ -139,14 +139,18 @@ impl Record {
     }
 }
 
+/// Whether `value` fits a 32-bit field (0xFFFFFFFF itself means "in the ZIP64 field").
+fn fits32(value: u64) -> bool {
+    value < u64::from(ZIP64_U32)
+}
+
 /// `value` for a 32-bit field and, when it does not fit, the value for the ZIP64 extra field.
 fn field32(value: u64, zip64: &mut Vec<u64>) -> u32 {
-    match u32::try_from(value) {
-        Ok(small) if small != ZIP64_U32 => small,
-        _ => {
-            zip64.push(value);
-            ZIP64_U32
-        }
+    if fits32(value) {
+        value as u32
+    } else {
+        zip64.push(value);
+        ZIP64_U32
     }
 }
 
@@ -159,13 +163,6 @@ fn zip64_extra(values: &[u64]) -> Vec<u8> {
         .u16(ZIP64_EXTRA_ID)
         .u16(8 * values.len() as u16);
     values.iter().fold(header, |r, v| r.u64(*v)).0
-}
-
-fn too_long(what: &str, name: &str) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidInput,
-        format!("zip member {name}: its {what} is longer than a zip field allows (65,535 bytes)"),
-    )
 }
 
 impl<W: Write + Seek> ZipWriter<W> {
@@ -198,12 +195,14 @@ impl<W: Write> ZipWriter<W> {
         };
         // Both headers store the name's length in 16 bits.
         if u16::try_from(entry.name.len()).is_err() {
-            return Err(too_long("name", &entry.name));
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("zip member {}: its name is over 65,535 bytes", entry.name),
+            ));
         }
         // The local header has both sizes in its ZIP64 field when either does not fit (4.5.3).
-        let large = u32::try_from(entry.size).map_or(true, |s| s == ZIP64_U32)
-            || u32::try_from(entry.compressed).map_or(true, |s| s == ZIP64_U32);
-        let (extra, version, size, compressed) = if large {
+        let (extra, version, size, compressed) = if !fits32(entry.size) || !fits32(entry.compressed)
+        {
             let extra = zip64_extra(&[entry.size, entry.compressed]);
             (extra, VERSION_ZIP64, ZIP64_U32, ZIP64_U32)
         } else {
