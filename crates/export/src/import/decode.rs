@@ -1,8 +1,9 @@
 //! Release JSON → lake rows: the layout of [`crate::layout`] read backwards, so the exports, the
 //! validators and the import share one description of every object. Each release file is
-//! streamed once through serde (no intermediate `serde_json::Value`, no JSON text) straight into
-//! the Arrow columns of the lake table ([`super::columns`]), field by field as the layout maps
-//! them; a member that cannot be used is rolled back and leaves no rows.
+//! read once by a pull reader ([`super::json`]: no serde, no intermediate `serde_json::Value`)
+//! that the layout drives, straight into the Arrow columns of the lake table
+//! ([`super::columns`]), field by field as the layout maps them; a member that cannot be used
+//! is rolled back and leaves no rows.
 //!
 //! ```text
 //! {"O01": {…}, "O02": {…}}           ──Dict──▶  [{obs_id: "O01", …}, {obs_id: "O02", …}]
@@ -12,10 +13,7 @@
 //! "4_A" (a rating code)              ──Rating─▶ "A"
 //! ```
 
-use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::fmt;
-use std::io::Write;
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
@@ -23,11 +21,11 @@ use arrow::datatypes::SchemaRef;
 use arrow::error::ArrowError;
 use cxrlake_schemas::Rating;
 use cxrlake_schemas::quality;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
 use super::columns::{Column, Fill, Seen, StructColumn};
-use crate::layout::{Node, QUALITY, QUESTION, ROOT, Scalar, Shape};
+use super::json::{self, Error, Kind, Number, Reader};
+use crate::layout::{Node, QUALITY, QUESTION, QUESTION_QUALITY, ROOT, Scalar, Shape};
 
 /// The quality codes of a release: `(aspect key, integer value)` → level name, read from its
 /// `quality_mappings.csv` (or cxrlake's own table, [`Codes::builtin`]).
@@ -136,7 +134,7 @@ pub(super) struct Rows {
     schema: SchemaRef,
     root: StructColumn,
     /// Spare answer-part columns: a part's children wait in one until the part's row is done.
-    spares: RefCell<Vec<StructColumn>>,
+    spares: Vec<StructColumn>,
 }
 
 impl Rows {
@@ -145,7 +143,7 @@ impl Rows {
         Ok(Self {
             schema: Arc::clone(schema),
             root: StructColumn::new(schema.fields())?,
-            spares: RefCell::default(),
+            spares: Vec::new(),
         })
     }
 
@@ -153,16 +151,11 @@ impl Rows {
     /// error says which key holds what cannot be read.
     pub fn qa(&mut self, bytes: &[u8], ids: FileIds<'_>, codes: &Codes) -> Result<usize, String> {
         let before = self.root.len();
-        let ctx = Ctx::new(codes, &self.spares);
-        let mut seen = FileSeen::default();
-        let seed = QaFileSeed {
-            ctx: &ctx,
-            ids,
-            root: &mut self.root,
-            seen: &mut seen,
-        };
-        let read = run(&ctx, bytes, seed).and_then(|()| seen.check(ids));
-        self.kept(before, read.map(|()| seen.rows))
+        let mut cx = Cx::new(codes, &mut self.spares);
+        let root = &mut self.root;
+        let read = run(bytes, |r| qa_file(&mut cx, r, ids, root))
+            .and_then(|seen| seen.check(ids).map(|()| seen.rows));
+        self.kept(before, read)
     }
 
     /// Adds the `scene_graphs` row of a `*.scene_graph.json` file.
@@ -173,15 +166,10 @@ impl Rows {
         codes: &Codes,
     ) -> Result<usize, String> {
         let before = self.root.len();
-        let ctx = Ctx::new(codes, &self.spares);
-        let seed = RowSeed {
-            ctx: &ctx,
-            node: &ROOT,
-            ids,
-            root: &mut self.root,
-            question: false,
-        };
-        let read = run(&ctx, bytes, seed).and_then(|seen| seen.check(ids));
+        let mut cx = Cx::new(codes, &mut self.spares);
+        let root = &mut self.root;
+        let read = run(bytes, |r| row(&mut cx, r, &ROOT, ids, root, false))
+            .and_then(|seen| seen.check(ids));
         self.kept(before, read.map(|()| 1))
     }
 
@@ -244,28 +232,16 @@ impl Rows {
     }
 }
 
-/// Runs `seed` over `bytes`; the error names the key path.
-fn run<'de, S: DeserializeSeed<'de>>(
-    ctx: &Ctx<'_>,
-    bytes: &'de [u8],
-    seed: S,
-) -> Result<S::Value, String> {
-    // One check of the whole file is cheaper than serde_json's check of every string.
+/// Runs `read` over `bytes`, which must hold nothing else; the error names the key path.
+fn run<T>(
+    bytes: &[u8],
+    read: impl FnOnce(&mut Reader<'_>) -> json::Result<T>,
+) -> Result<T, String> {
     let text = std::str::from_utf8(bytes).map_err(|e| format!("invalid JSON: {e}"))?;
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let value = seed.deserialize(&mut deserializer).and_then(|value| {
-        deserializer.end()?;
-        Ok(value)
-    });
-    value.map_err(|error| {
-        let path = ctx.path.borrow();
-        match error.classify() {
-            serde_json::error::Category::Data if !path.is_empty() => {
-                format!("{}: {error}", path.join(": "))
-            }
-            _ => format!("invalid JSON: {error}"),
-        }
-    })
+    let mut reader = Reader::new(text);
+    read(&mut reader)
+        .and_then(|value| reader.end().map(|()| value))
+        .map_err(Error::describe)
 }
 
 /// The ids a file carried and the rows written.
@@ -293,32 +269,130 @@ impl FileSeen {
     }
 }
 
-/// What every seed shares: the codes, the spare answer-part columns, the key path (left at the
-/// failing key on error), and the rating of the question being written.
-struct Ctx<'a> {
+/// What the readers share: the codes, the spare answer-part columns, the last rating read and
+/// the rating of the question being written.
+struct Cx<'a> {
     codes: &'a Codes,
-    spares: &'a RefCell<Vec<StructColumn>>,
-    path: RefCell<Vec<&'static str>>,
-    question_rating: Cell<Option<Rating>>,
+    spares: &'a mut Vec<StructColumn>,
+    rating: Option<Rating>,
+    question_rating: Option<Rating>,
 }
 
-impl<'a> Ctx<'a> {
-    fn new(codes: &'a Codes, spares: &'a RefCell<Vec<StructColumn>>) -> Self {
+impl<'a> Cx<'a> {
+    fn new(codes: &'a Codes, spares: &'a mut Vec<StructColumn>) -> Self {
         Self {
             codes,
             spares,
-            path: RefCell::new(Vec::new()),
-            question_rating: Cell::new(None),
+            rating: None,
+            question_rating: None,
         }
     }
 
     /// An empty column like `parts` for a part's children.
-    fn spare(&self, parts: &StructColumn) -> Result<StructColumn, String> {
-        match self.spares.borrow_mut().pop() {
+    fn spare(&mut self, parts: &StructColumn) -> json::Result<StructColumn> {
+        match self.spares.pop() {
             Some(spare) => Ok(spare),
-            None => StructColumn::new(&parts.fields),
+            None => StructColumn::new(&parts.fields).map_err(Error::data),
         }
     }
+}
+
+/// A value written (`Ok(true)`: not null), or why not.
+fn written(result: Result<(), String>) -> json::Result<bool> {
+    result.map(|()| true).map_err(Error::data)
+}
+
+/// A `qa.json` file: its ids, and one row per question.
+fn qa_file(
+    cx: &mut Cx<'_>,
+    r: &mut Reader<'_>,
+    ids: FileIds<'_>,
+    root: &mut StructColumn,
+) -> json::Result<FileSeen> {
+    let mut seen = FileSeen::default();
+    r.open(b'{', || {
+        "a QA file {patient_id, study_id, questions}".into()
+    })?;
+    let mut first = true;
+    while let Some(key) = r.key(&mut first)? {
+        match key.as_ref() {
+            "patient_id" => seen.patient_id = optional_string(r)?,
+            "study_id" => seen.study_id = optional_string(r)?,
+            "questions" => {
+                seen.rows += questions(cx, r, ids, root).map_err(|e| e.within("questions"))?;
+            }
+            _ => r.skip()?,
+        }
+    }
+    Ok(seen)
+}
+
+/// A string or null.
+fn optional_string(r: &mut Reader<'_>) -> json::Result<Option<String>> {
+    match r.kind()? {
+        Kind::Null => r.null().map(|()| None),
+        Kind::String => Ok(Some(r.string()?.into_owned())),
+        _ => Err(r.unexpected("a string")),
+    }
+}
+
+/// The questions of a `qa.json` file, one row each.
+fn questions(
+    cx: &mut Cx<'_>,
+    r: &mut Reader<'_>,
+    ids: FileIds<'_>,
+    root: &mut StructColumn,
+) -> json::Result<usize> {
+    r.open(b'[', || "a list of questions".into())?;
+    let (mut first, mut rows) = (true, 0);
+    while r.item(&mut first)? {
+        row(cx, r, &QUESTION, ids, root, true)?;
+        rows += 1;
+    }
+    Ok(rows)
+}
+
+/// One lake row (a question or a scene graph): the node's fields, a question's file ids,
+/// `rating` and `rating_rank` (its `question_quality.rating`), and the provenance where the
+/// file has none. A scene graph's row gives the ids it carries.
+fn row(
+    cx: &mut Cx<'_>,
+    r: &mut Reader<'_>,
+    node: &'static Node,
+    ids: FileIds<'_>,
+    root: &mut StructColumn,
+    question: bool,
+) -> json::Result<FileSeen> {
+    cx.question_rating = None;
+    let row = root.len();
+    let seen = fields(cx, r, node, root, None, None)?;
+    let carried = |name: &str| {
+        let column = root.index(name)?;
+        let text = seen.non_null(column).then(|| root.text(column, row));
+        text.flatten().map(str::to_string)
+    };
+    let file = if question {
+        FileSeen::default()
+    } else {
+        FileSeen {
+            patient_id: carried("patient_id"),
+            study_id: carried("study_id"),
+            rows: 1,
+        }
+    };
+    let rating = cx.question_rating;
+    root.finish_row(seen, |name| match name {
+        "patient_id" if question => Fill::Text(ids.patient_id),
+        "study_id" if question => Fill::Text(ids.study_id),
+        // A scene graph without them fails the caller's check of its ids.
+        "patient_id" | "study_id" => Fill::Text(""),
+        "rating" if question => rating.map_or(Fill::Keep, |r| Fill::Text(r.as_str())),
+        "rating_rank" if question => rating.map_or(Fill::Keep, |r| Fill::Int(i64::from(r.rank()))),
+        "extractor" | "embedder" => Fill::Text(ids.provenance),
+        _ => Fill::Keep,
+    })
+    .map_err(Error::data)?;
+    Ok(file)
 }
 
 /// The children of an answer part, read before the part's row is done: their rows, each
@@ -328,292 +402,109 @@ struct Children {
     direct: Vec<usize>,
 }
 
-/// Reads the fields of `node` in `map` into the row being written to `target` (keys the layout
-/// does not know, and `skip`, are passed over; the last of repeated keys counts); the children
-/// of an answer part go to `children`. Leaves the row open ([`StructColumn::finish_row`]).
-fn fields<'de, A: MapAccess<'de>>(
-    ctx: &Ctx<'_>,
+/// The index of `key` among the fields of `node`, if it is one. Keys mostly come in layout
+/// order, so `hint` (the field after the last one) is tried first; fields the file leaves out
+/// make the next key a few fields on: the search goes on from the hint, then from the start.
+#[inline]
+fn field_index(node: &Node, hint: usize, key: &str) -> Option<usize> {
+    let fields = node.fields;
+    let hint = hint.min(fields.len());
+    let key = key.as_bytes();
+    let same = |(name, _): &(&str, Shape)| name.len() == key.len() && name.as_bytes() == key;
+    fields[hint..]
+        .iter()
+        .position(same)
+        .map(|at| hint + at)
+        .or_else(|| fields[..hint].iter().position(same))
+}
+
+/// Reads the object of `node` that comes next into the row being written to `target` (keys
+/// the layout does not know, and `skip`, are passed over; the last of repeated keys counts);
+/// the children of an answer part go to `children`. Leaves the row open
+/// ([`StructColumn::finish_row`]).
+fn fields(
+    cx: &mut Cx<'_>,
+    r: &mut Reader<'_>,
     node: &'static Node,
-    mut map: A,
     target: &mut StructColumn,
     skip: Option<&str>,
     mut children: Option<&mut Children>,
-) -> Result<Seen, A::Error> {
+) -> json::Result<Seen> {
+    r.open(b'{', || format!("a {} object", node.name))?;
     let mut seen = Seen::default();
-    let mut hint = 0;
+    let (mut first, mut hint) = (true, 0);
+    let question_quality = std::ptr::eq(node, &QUESTION_QUALITY);
     let (slots, columns) = target.slots(node);
-    while let Some(index) = map.next_key_seed(FieldIndex { node, hint })? {
-        let Some(index) = index else {
-            map.next_value::<IgnoredAny>()?;
+    while let Some(key) = r.key(&mut first)? {
+        let Some(index) = field_index(node, hint, &key) else {
+            r.skip()?;
             continue;
         };
         hint = index + 1;
         let (name, shape) = &node.fields[index];
-        ctx.path.borrow_mut().push(name);
-        match (shape, slots[index], children.as_deref_mut()) {
-            (Shape::Children(child), _, Some(kids)) => {
-                map.next_value_seed(ChildrenSeed {
-                    ctx,
-                    node: child,
-                    kids,
-                })?;
-            }
+        let read = match (shape, slots[index], children.as_deref_mut()) {
+            (Shape::Children(child), _, Some(kids)) => children_of(cx, r, child, kids),
             (_, Some(at), _) if skip != Some(*name) => {
                 let column = &mut columns[at];
                 if seen.written(at) {
                     column.truncate(column.len() - 1);
                 }
-                let non_null = map.next_value_seed(ShapeSeed { ctx, shape, column })?;
-                seen.set(at, non_null);
+                cx.rating = None;
+                value(cx, r, shape, column).map(|non_null| {
+                    seen.set(at, non_null);
+                    if question_quality && *name == "rating" {
+                        cx.question_rating = cx.rating;
+                    }
+                })
             }
-            _ => {
-                map.next_value::<IgnoredAny>()?;
-            }
-        }
-        ctx.path.borrow_mut().pop();
+            _ => r.skip(),
+        };
+        read.map_err(|e| e.within(name))?;
     }
     Ok(seen)
 }
 
-/// A key of a `node` object: its field index, or `None` for a key the layout does not know.
-/// Keys mostly come in layout order: `hint` (the field after the last one) is tried first.
-struct FieldIndex {
+/// An object of `node` as a row of `target`, with the key of a dict entry written as its
+/// field.
+fn object(
+    cx: &mut Cx<'_>,
+    r: &mut Reader<'_>,
     node: &'static Node,
-    hint: usize,
-}
-
-impl<'de> DeserializeSeed<'de> for FieldIndex {
-    type Value = Option<usize>;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for FieldIndex {
-    type Value = Option<usize>;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a key")
-    }
-    fn visit_str<E: de::Error>(self, key: &str) -> Result<Self::Value, E> {
-        // Fields the file leaves out make the next key a few fields on: search on from the
-        // hint, then from the start.
-        let fields = self.node.fields;
-        let hint = self.hint.min(fields.len());
-        let after = fields[hint..].iter().position(|(name, _)| *name == key);
-        Ok(after
-            .map(|at| hint + at)
-            .or_else(|| fields[..hint].iter().position(|(name, _)| *name == key)))
-    }
-}
-
-/// A `qa.json` file: its ids and one row per question.
-struct QaFileSeed<'c, 'o> {
-    ctx: &'c Ctx<'c>,
-    ids: FileIds<'o>,
-    root: &'o mut StructColumn,
-    seen: &'o mut FileSeen,
-}
-
-impl<'de> DeserializeSeed<'de> for QaFileSeed<'_, '_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for QaFileSeed<'_, '_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a QA file {patient_id, study_id, questions}")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while let Some(name) = map.next_key::<String>()? {
-            match name.as_str() {
-                "patient_id" => self.seen.patient_id = map.next_value()?,
-                "study_id" => self.seen.study_id = map.next_value()?,
-                "questions" => {
-                    self.ctx.path.borrow_mut().push("questions");
-                    self.seen.rows += map.next_value_seed(QuestionsSeed {
-                        ctx: self.ctx,
-                        ids: self.ids,
-                        root: &mut *self.root,
-                    })?;
-                    self.ctx.path.borrow_mut().pop();
-                }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-struct QuestionsSeed<'c, 'o> {
-    ctx: &'c Ctx<'c>,
-    ids: FileIds<'o>,
-    root: &'o mut StructColumn,
-}
-
-impl<'de> DeserializeSeed<'de> for QuestionsSeed<'_, '_> {
-    type Value = usize;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for QuestionsSeed<'_, '_> {
-    type Value = usize;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a list of questions")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
-        let mut rows = 0;
-        while seq
-            .next_element_seed(RowSeed {
-                ctx: self.ctx,
-                node: &QUESTION,
-                ids: self.ids,
-                root: &mut *self.root,
-                question: true,
-            })?
-            .is_some()
-        {
-            rows += 1;
-        }
-        Ok(rows)
-    }
-}
-
-/// One lake row (a question or a scene graph): the node's fields, a question's file ids,
-/// `rating` and `rating_rank` (its `question_quality.rating`), and the provenance where the
-/// file has none. A scene graph's row gives the ids it carries.
-struct RowSeed<'c, 'o> {
-    ctx: &'c Ctx<'c>,
-    node: &'static Node,
-    ids: FileIds<'o>,
-    root: &'o mut StructColumn,
-    question: bool,
-}
-
-impl<'de> DeserializeSeed<'de> for RowSeed<'_, '_> {
-    type Value = FileSeen;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<FileSeen, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for RowSeed<'_, '_> {
-    type Value = FileSeen;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a {} object", self.node.name)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<FileSeen, A::Error> {
-        self.ctx.question_rating.set(None);
-        let row = self.root.len();
-        let seen = fields(self.ctx, self.node, map, self.root, None, None)?;
-        let carried = |name: &str| {
-            let column = self.root.index(name)?;
-            let text = seen.non_null(column).then(|| self.root.text(column, row));
-            text.flatten().map(str::to_string)
-        };
-        let file = if self.question {
-            FileSeen::default()
-        } else {
-            FileSeen {
-                patient_id: carried("patient_id"),
-                study_id: carried("study_id"),
-                rows: 1,
-            }
-        };
-        let (ids, question) = (self.ids, self.question);
-        let rating = self.ctx.question_rating.get();
-        self.root
-            .finish_row(seen, |name| match name {
-                "patient_id" if question => Fill::Text(ids.patient_id),
-                "study_id" if question => Fill::Text(ids.study_id),
-                // A scene graph without them fails the caller's check of its ids.
-                "patient_id" | "study_id" => Fill::Text(""),
-                "rating" if question => rating.map_or(Fill::Keep, |r| Fill::Text(r.as_str())),
-                "rating_rank" if question => {
-                    rating.map_or(Fill::Keep, |r| Fill::Int(i64::from(r.rank())))
-                }
-                "extractor" | "embedder" => Fill::Text(ids.provenance),
-                _ => Fill::Keep,
-            })
-            .map_err(de::Error::custom)?;
-        Ok(file)
-    }
-}
-
-/// An object of `node`, with the key of a dict entry written as its field.
-struct ObjectSeed<'c, 'o> {
-    ctx: &'c Ctx<'c>,
-    node: &'static Node,
-    target: &'o mut StructColumn,
-    keyed: Option<(&'static str, &'o str)>,
-}
-
-impl<'de> DeserializeSeed<'de> for ObjectSeed<'_, '_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ObjectSeed<'_, '_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a {} object", self.node.name)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
-        let skip = self.keyed.map(|(field, _)| field);
-        let seen = fields(self.ctx, self.node, map, self.target, skip, None)?;
-        self.target
-            .finish_row(seen, |name| match self.keyed {
-                Some((field, key)) if field == name => Fill::Text(key),
-                _ => Fill::Keep,
-            })
-            .map_err(de::Error::custom)
-    }
+    target: &mut StructColumn,
+    keyed: Option<(&'static str, &str)>,
+) -> json::Result<()> {
+    let skip = keyed.map(|(field, _)| field);
+    let seen = fields(cx, r, node, target, skip, None)?;
+    target
+        .finish_row(seen, |name| match keyed {
+            Some((field, key)) if field == name => Fill::Text(key),
+            _ => Fill::Keep,
+        })
+        .map_err(Error::data)
 }
 
 /// One answer part and, after its row, its descendants; its `parent_answer_id` is null (the
 /// caller sets it for a child once the parent's id is known).
-struct PartSeed<'c, 'o> {
-    ctx: &'c Ctx<'c>,
+fn part(
+    cx: &mut Cx<'_>,
+    r: &mut Reader<'_>,
     node: &'static Node,
-    target: &'o mut StructColumn,
-}
-
-impl<'de> DeserializeSeed<'de> for PartSeed<'_, '_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_map(self)
+    target: &mut StructColumn,
+) -> json::Result<()> {
+    let mut kids = Children {
+        rows: cx.spare(target)?,
+        direct: Vec::new(),
+    };
+    let row = target.len();
+    let seen = fields(cx, r, node, target, None, Some(&mut kids))?;
+    target
+        .finish_row(seen, |_| Fill::Keep)
+        .map_err(Error::data)?;
+    if kids.rows.len() > 0 {
+        adopt(target, row, &mut kids).map_err(Error::data)?;
     }
-}
-
-impl<'de> Visitor<'de> for PartSeed<'_, '_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a {} object", self.node.name)
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<(), A::Error> {
-        let mut kids = Children {
-            rows: self.ctx.spare(self.target).map_err(de::Error::custom)?,
-            direct: Vec::new(),
-        };
-        let row = self.target.len();
-        let seen = fields(self.ctx, self.node, map, self.target, None, Some(&mut kids))?;
-        self.target
-            .finish_row(seen, |_| Fill::Keep)
-            .map_err(de::Error::custom)?;
-        if kids.rows.len() > 0 {
-            adopt(self.target, row, &mut kids).map_err(de::Error::custom)?;
-        }
-        self.ctx.spares.borrow_mut().push(kids.rows);
-        Ok(())
-    }
+    cx.spares.push(kids.rows);
+    Ok(())
 }
 
 /// Appends the children of the part in `row` of `parts` after it, with its id as their parent.
@@ -638,467 +529,259 @@ fn adopt(parts: &mut StructColumn, row: usize, kids: &mut Children) -> Result<()
     Ok(())
 }
 
-/// `sub_answers`: the children, each followed by its descendants.
-struct ChildrenSeed<'c, 'o> {
-    ctx: &'c Ctx<'c>,
+/// `sub_answers`: the children (null: none), each followed by its descendants.
+fn children_of(
+    cx: &mut Cx<'_>,
+    r: &mut Reader<'_>,
     node: &'static Node,
-    kids: &'o mut Children,
-}
-
-impl<'de> DeserializeSeed<'de> for ChildrenSeed<'_, '_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
+    kids: &mut Children,
+) -> json::Result<()> {
+    if r.kind()? == Kind::Null {
+        return r.null();
     }
-}
-
-impl<'de> Visitor<'de> for ChildrenSeed<'_, '_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a list of answer parts")
+    r.open(b'[', || "a list of answer parts".into())?;
+    let mut first = true;
+    while r.item(&mut first)? {
+        let row = kids.rows.len();
+        part(cx, r, node, &mut kids.rows)?;
+        kids.direct.push(row);
     }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        loop {
-            let row = self.kids.rows.len();
-            let part = PartSeed {
-                ctx: self.ctx,
-                node: self.node,
-                target: &mut self.kids.rows,
-            };
-            if seq.next_element_seed(part)?.is_none() {
-                return Ok(());
-            }
-            self.kids.direct.push(row);
-        }
-    }
+    Ok(())
 }
 
 /// A plain scalar (list items, pair members, box coordinates).
 static PLAIN: Shape = Shape::Scalar(Scalar::Text);
 
-/// A value of `shape`, written to `column` in the lake's form; whether it was not null.
-struct ShapeSeed<'c, 'a> {
-    ctx: &'c Ctx<'c>,
-    shape: &'a Shape,
-    column: &'a mut Column,
+/// The shape of a `{image_id: level}` value.
+static LOCALIZATION_LEVEL: Shape = Shape::Scalar(Scalar::Level(&quality::LOCALIZATION));
+
+fn mismatch(shape: &Shape, what: &str) -> Error {
+    Error::data(format!("{what} where the layout has {shape:?}"))
 }
 
-impl<'de> DeserializeSeed<'de> for ShapeSeed<'_, '_> {
-    type Value = bool;
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<bool, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-/// A value written (`Ok(true)`: not null), or why not.
-fn written<E: de::Error>(result: Result<(), String>) -> Result<bool, E> {
-    result.map(|()| true).map_err(E::custom)
-}
-
-impl ShapeSeed<'_, '_> {
-    fn mismatch<E: de::Error>(&self, what: &str) -> E {
-        E::custom(format!("{what} where the layout has {:?}", self.shape))
-    }
-
-    fn level<E: de::Error>(self, aspect: &quality::Aspect, code: i64) -> Result<bool, E> {
-        match self.ctx.codes.level(aspect.key, code) {
-            Some(name) => written(self.column.push_str(name)),
-            None => Err(E::custom(format!(
-                "unknown {} code {code} (not in quality_mappings.csv)",
-                aspect.key
-            ))),
+/// The value of `shape` that comes next, written to `column` in the lake's form; whether it was
+/// not null.
+fn value(
+    cx: &mut Cx<'_>,
+    r: &mut Reader<'_>,
+    shape: &Shape,
+    column: &mut Column,
+) -> json::Result<bool> {
+    match r.kind()? {
+        Kind::String => {
+            let text = r.string()?;
+            scalar_text(cx, shape, &text, column)
         }
-    }
-
-    /// A list whose items `item` reads into the list's item column.
-    fn list<'de, A: SeqAccess<'de>>(
-        self,
-        mut seq: A,
-        mut item: impl FnMut(&mut A, &mut Column) -> Result<bool, A::Error>,
-    ) -> Result<bool, A::Error> {
-        let list = self.column.as_list().map_err(de::Error::custom)?;
-        while item(&mut seq, &mut list.item)? {}
-        list.close();
-        Ok(true)
-    }
-
-    /// A list of `node` objects (or answer parts: `parts`).
-    fn objects<'de, A: SeqAccess<'de>>(
-        self,
-        seq: A,
-        node: &'static Node,
-        parts: bool,
-    ) -> Result<bool, A::Error> {
-        let ctx = self.ctx;
-        self.list(seq, |seq, column| {
-            let target = column.as_struct().map_err(de::Error::custom)?;
-            Ok(if parts {
-                seq.next_element_seed(PartSeed { ctx, node, target })?
-            } else {
-                let keyed = None;
-                seq.next_element_seed(ObjectSeed {
-                    ctx,
-                    node,
-                    target,
-                    keyed,
-                })?
+        Kind::Number => match (r.number()?, shape) {
+            (Number::Int(code), Shape::Scalar(Scalar::Level(aspect))) => {
+                match cx.codes.level(aspect.key, code) {
+                    Some(name) => written(column.push_str(name)),
+                    None => Err(Error::data(format!(
+                        "unknown {} code {code} (not in quality_mappings.csv)",
+                        aspect.key
+                    ))),
+                }
             }
-            .is_some())
-        })
-    }
-
-    /// An object of `node` in a struct column.
-    fn object<'de, A: MapAccess<'de>>(self, map: A, node: &'static Node) -> Result<bool, A::Error> {
-        let target = self.column.as_struct().map_err(de::Error::custom)?;
-        let seen = fields(self.ctx, node, map, target, None, None)?;
-        written(target.finish_row(seen, |_| Fill::Keep))
-    }
-
-    /// `{key: value}` entries as a list of structs: `entry` writes one row (its key given).
-    fn entries<'de, A: MapAccess<'de>>(
-        self,
-        mut map: A,
-        mut entry: impl FnMut(&mut A, &mut StructColumn, String) -> Result<(), A::Error>,
-    ) -> Result<bool, A::Error> {
-        let list = self.column.as_list().map_err(de::Error::custom)?;
-        let target = list.item.as_struct().map_err(de::Error::custom)?;
-        while let Some(key) = map.next_key::<String>()? {
-            entry(&mut map, target, key)?;
+            (Number::Float(value), Shape::Scalar(Scalar::Level(_))) => Err(Error::data(format!(
+                "quality value {value} is not an integer code"
+            ))),
+            (Number::Big(value), _) => Err(Error::data(format!("{value} is out of range"))),
+            (Number::Int(value), Shape::Scalar(_)) => written(column.push_i64(value)),
+            (Number::Float(value), Shape::Scalar(_)) => written(column.push_f64(value)),
+            _ => Err(mismatch(shape, "a number")),
+        },
+        Kind::Null => {
+            r.null()?;
+            column.push_null();
+            Ok(false)
         }
-        list.close();
-        Ok(true)
+        Kind::Bool => {
+            let value = r.boolean()?;
+            match shape {
+                Shape::Scalar(_) => written(column.push_bool(value)),
+                _ => Err(mismatch(shape, "a boolean")),
+            }
+        }
+        Kind::Array => list(cx, r, shape, column),
+        Kind::Object => map(cx, r, shape, column),
     }
+}
+
+/// A string of `shape` in the lake's form: level names checked, rating codes decoded (the
+/// rating noted in `cx`), respelled values mapped back.
+fn scalar_text(
+    cx: &mut Cx<'_>,
+    shape: &Shape,
+    text: &str,
+    column: &mut Column,
+) -> json::Result<bool> {
+    let text = match shape {
+        Shape::Scalar(Scalar::Level(aspect)) => {
+            if aspect.level(text).is_none() {
+                return Err(Error::data(format!(
+                    "unknown {} value `{text}`",
+                    aspect.key
+                )));
+            }
+            text
+        }
+        Shape::Scalar(Scalar::Rating) => {
+            let rating = rating(text).map_err(Error::data)?;
+            cx.rating = Some(rating);
+            rating.as_str()
+        }
+        Shape::Scalar(Scalar::Respelled(respelling)) => respelling
+            .from_lake
+            .iter()
+            .find(|(_, json)| *json == Some(text))
+            .map_or(text, |(lake, _)| *lake),
+        Shape::Scalar(_) => text,
+        _ => return Err(mismatch(shape, "a string")),
+    };
+    written(column.push_str(text))
+}
+
+/// A list of `shape` (opened here) into `column`, a list column.
+fn list(
+    cx: &mut Cx<'_>,
+    r: &mut Reader<'_>,
+    shape: &Shape,
+    column: &mut Column,
+) -> json::Result<bool> {
+    let list = column.as_list().map_err(Error::data)?;
+    r.open(b'[', String::new)?;
+    let mut first = true;
+    while r.item(&mut first)? {
+        let item = &mut list.item;
+        match shape {
+            Shape::List(scalar) => {
+                value(cx, r, &Shape::Scalar(*scalar), item)?;
+            }
+            Shape::Boxes => one_box(cx, r, item)?,
+            Shape::Objects(node) => {
+                object(cx, r, node, item.as_struct().map_err(Error::data)?, None)?
+            }
+            Shape::Tree(node) => part(cx, r, node, item.as_struct().map_err(Error::data)?)?,
+            Shape::Pairs(pair) => one_pair(cx, r, pair, item.as_struct().map_err(Error::data)?)?,
+            _ => return Err(mismatch(shape, "a list")),
+        }
+    }
+    list.close();
+    Ok(true)
+}
+
+/// An object of `shape` (opened here) into `column`.
+fn map(
+    cx: &mut Cx<'_>,
+    r: &mut Reader<'_>,
+    shape: &Shape,
+    column: &mut Column,
+) -> json::Result<bool> {
+    let node = match shape {
+        Shape::Optional(node) | Shape::Fixed(node) => Some(*node),
+        Shape::QualityWithLocalization(_) => Some(&QUALITY),
+        Shape::Dict(..) | Shape::LevelDict | Shape::Variables => None,
+        _ => return Err(mismatch(shape, "an object")),
+    };
+    if let Some(node) = node {
+        let target = column.as_struct().map_err(Error::data)?;
+        let seen = fields(cx, r, node, target, None, None)?;
+        return written(target.finish_row(seen, |_| Fill::Keep));
+    }
+    let list = column.as_list().map_err(Error::data)?;
+    let target = list.item.as_struct().map_err(Error::data)?;
+    r.open(b'{', String::new)?;
+    let mut first = true;
+    let mut copied = String::new();
+    while let Some(key) = r.key(&mut first)? {
+        match shape {
+            Shape::Dict(node, key_field) => object(cx, r, node, target, Some((key_field, &key)))?,
+            Shape::LevelDict => {
+                let (id, level) = two_columns(target, "image_id", "localization_quality")?;
+                let mut seen = Seen::default();
+                written(target.columns[id].push_str(&key))?;
+                seen.set(id, true);
+                let non_null = value(cx, r, &LOCALIZATION_LEVEL, &mut target.columns[level])?;
+                seen.set(level, non_null);
+                target
+                    .finish_row(seen, |_| Fill::Keep)
+                    .map_err(Error::data)?;
+            }
+            _ => {
+                let (name, text) = two_columns(target, "name", "value_json")?;
+                copied.clear();
+                r.copy(&mut copied)?;
+                written(target.columns[name].push_str(&key))?;
+                written(target.columns[text].push_str(&copied))?;
+                let mut seen = Seen::default();
+                seen.set(name, true);
+                seen.set(text, true);
+                target
+                    .finish_row(seen, |_| Fill::Keep)
+                    .map_err(Error::data)?;
+            }
+        }
+    }
+    list.close();
+    Ok(true)
 }
 
 /// The columns of two fields of `target`.
-fn two_columns<E: de::Error>(target: &StructColumn, a: &str, b: &str) -> Result<(usize, usize), E> {
+fn two_columns(target: &StructColumn, a: &str, b: &str) -> json::Result<(usize, usize)> {
     let column = |name: &str| {
         target
             .index(name)
-            .ok_or_else(|| E::custom(format!("the lake's column has no `{name}`")))
+            .ok_or_else(|| Error::data(format!("the lake's column has no `{name}`")))
     };
     Ok((column(a)?, column(b)?))
 }
 
-impl<'de> Visitor<'de> for ShapeSeed<'_, '_> {
-    type Value = bool;
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a value of shape {:?}", self.shape)
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<bool, E> {
-        self.column.push_null();
-        Ok(false)
-    }
-    fn visit_bool<E: de::Error>(self, value: bool) -> Result<bool, E> {
-        match self.shape {
-            Shape::Scalar(_) => written(self.column.push_bool(value)),
-            _ => Err(self.mismatch("a boolean")),
-        }
-    }
-    fn visit_i64<E: de::Error>(self, value: i64) -> Result<bool, E> {
-        match self.shape {
-            Shape::Scalar(Scalar::Level(aspect)) => self.level(aspect, value),
-            Shape::Scalar(_) => written(self.column.push_i64(value)),
-            _ => Err(self.mismatch("a number")),
-        }
-    }
-    fn visit_u64<E: de::Error>(self, value: u64) -> Result<bool, E> {
-        match i64::try_from(value) {
-            Ok(value) => self.visit_i64(value),
-            Err(_) => Err(E::custom(format!("{value} is out of range"))),
-        }
-    }
-    fn visit_f64<E: de::Error>(self, value: f64) -> Result<bool, E> {
-        match self.shape {
-            Shape::Scalar(Scalar::Level(_)) => Err(E::custom(format!(
-                "quality value {value} is not an integer code"
-            ))),
-            Shape::Scalar(_) => written(self.column.push_f64(value)),
-            _ => Err(self.mismatch("a number")),
-        }
-    }
-    fn visit_str<E: de::Error>(self, text: &str) -> Result<bool, E> {
-        let text = match self.shape {
-            Shape::Scalar(Scalar::Level(aspect)) => {
-                if aspect.level(text).is_none() {
-                    return Err(E::custom(format!("unknown {} value `{text}`", aspect.key)));
-                }
-                text
-            }
-            Shape::Scalar(Scalar::Rating) => {
-                let rating = rating(text).map_err(E::custom)?;
-                if self
-                    .ctx
-                    .path
-                    .borrow()
-                    .ends_with(&["question_quality", "rating"])
-                {
-                    self.ctx.question_rating.set(Some(rating));
-                }
-                rating.as_str()
-            }
-            Shape::Scalar(Scalar::Respelled(respelling)) => respelling
-                .from_lake
-                .iter()
-                .find(|(_, json)| *json == Some(text))
-                .map_or(text, |(lake, _)| *lake),
-            Shape::Scalar(_) => text,
-            _ => return Err(self.mismatch("a string")),
-        };
-        written(self.column.push_str(text))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<bool, A::Error> {
-        let ctx = self.ctx;
-        match self.shape {
-            Shape::List(scalar) => {
-                let shape = Shape::Scalar(*scalar);
-                self.list(seq, |seq, column| {
-                    let item = ShapeSeed {
-                        ctx,
-                        shape: &shape,
-                        column,
-                    };
-                    Ok(seq.next_element_seed(item)?.is_some())
-                })
-            }
-            Shape::Boxes => self.list(seq, |seq, column| {
-                Ok(seq.next_element_seed(BoxSeed { ctx, column })?.is_some())
-            }),
-            Shape::Objects(node) => self.objects(seq, node, false),
-            Shape::Tree(node) => self.objects(seq, node, true),
-            Shape::Pairs(pair) => self.list(seq, |seq, column| {
-                let target = column.as_struct().map_err(de::Error::custom)?;
-                let seed = PairSeed {
-                    ctx,
-                    fields: pair,
-                    target,
-                };
-                Ok(seq.next_element_seed(seed)?.is_some())
-            }),
-            _ => Err(self.mismatch("a list")),
-        }
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<bool, A::Error> {
-        let ctx = self.ctx;
-        match self.shape {
-            Shape::Optional(node) | Shape::Fixed(node) => self.object(map, node),
-            Shape::QualityWithLocalization(_) => self.object(map, &QUALITY),
-            Shape::Dict(node, key_field) => self.entries(map, |map, target, key| {
-                let seed = ObjectSeed {
-                    ctx,
-                    node,
-                    target: &mut *target,
-                    keyed: Some((key_field, &key)),
-                };
-                map.next_value_seed(seed)
-            }),
-            Shape::LevelDict => self.entries(map, |map, target, image_id| {
-                let (id, level) = two_columns(target, "image_id", "localization_quality")?;
-                let mut seen = Seen::default();
-                written(target.columns[id].push_str(&image_id))?;
-                seen.set(id, true);
-                let non_null = map.next_value_seed(ShapeSeed {
-                    ctx,
-                    shape: &LOCALIZATION_LEVEL,
-                    column: &mut target.columns[level],
-                })?;
-                seen.set(level, non_null);
-                target
-                    .finish_row(seen, |_| Fill::Keep)
-                    .map_err(de::Error::custom)
-            }),
-            Shape::Variables => {
-                let mut value = Vec::new();
-                self.entries(map, |map, target, name| {
-                    let (name_at, value_at) = two_columns(target, "name", "value_json")?;
-                    value.clear();
-                    map.next_value_seed(Copy(&mut value))?;
-                    written(target.columns[name_at].push_str(&name))?;
-                    let text = String::from_utf8_lossy(&value);
-                    written(target.columns[value_at].push_str(&text))?;
-                    let mut seen = Seen::default();
-                    seen.set(name_at, true);
-                    seen.set(value_at, true);
-                    target
-                        .finish_row(seen, |_| Fill::Keep)
-                        .map_err(de::Error::custom)
-                })
-            }
-            _ => Err(self.mismatch("an object")),
-        }
-    }
-}
-
-/// The shape of a `{image_id: level}` value.
-static LOCALIZATION_LEVEL: Shape = Shape::Scalar(Scalar::Level(&quality::LOCALIZATION));
-
 /// One box `[x1, y1, x2, y2]` (or null).
-struct BoxSeed<'c, 'a> {
-    ctx: &'c Ctx<'c>,
-    column: &'a mut Column,
-}
-
-impl<'de> DeserializeSeed<'de> for BoxSeed<'_, '_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
+fn one_box(cx: &mut Cx<'_>, r: &mut Reader<'_>, column: &mut Column) -> json::Result<()> {
+    if r.kind()? == Kind::Null {
+        r.null()?;
+        column.push_null();
+        return Ok(());
     }
-}
-
-impl<'de> Visitor<'de> for BoxSeed<'_, '_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a box [x1, y1, x2, y2]")
+    let Column::FixedList(fixed) = column else {
+        return Err(Error::data("the lake's boxes are not fixed-size lists"));
+    };
+    r.open(b'[', || "a box [x1, y1, x2, y2]".into())?;
+    let mut first = true;
+    while r.item(&mut first)? {
+        value(cx, r, &PLAIN, &mut fixed.item)?;
     }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        self.column.push_null();
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let Column::FixedList(fixed) = self.column else {
-            return Err(de::Error::custom(
-                "the lake's boxes are not fixed-size lists",
-            ));
-        };
-        let ctx = self.ctx;
-        while seq
-            .next_element_seed(ShapeSeed {
-                ctx,
-                shape: &PLAIN,
-                column: &mut fixed.item,
-            })?
-            .is_some()
-        {}
-        fixed.close().map_err(de::Error::custom)
-    }
+    fixed.close().map_err(Error::data)
 }
 
 /// `[first, second]` as `{first_field: …, second_field: …}`.
-struct PairSeed<'c, 'o> {
-    ctx: &'c Ctx<'c>,
-    fields: &'o [(&'static str, Scalar); 2],
-    target: &'o mut StructColumn,
-}
-
-impl<'de> DeserializeSeed<'de> for PairSeed<'_, '_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_seq(self)
-    }
-}
-
-impl<'de> Visitor<'de> for PairSeed<'_, '_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "a [{}, {}] pair", self.fields[0].0, self.fields[1].0)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        let [(first, _), (second, _)] = self.fields;
-        let length = |index| {
-            let expected = format!("a [{first}, {second}] pair");
-            de::Error::invalid_length(index, &expected.as_str())
-        };
-        let columns = two_columns::<A::Error>(self.target, first, second)?;
-        let mut seen = Seen::default();
-        for (index, at) in [columns.0, columns.1].into_iter().enumerate() {
-            let seed = ShapeSeed {
-                ctx: self.ctx,
-                shape: &PLAIN,
-                column: &mut self.target.columns[at],
-            };
-            let non_null = seq.next_element_seed(seed)?.ok_or_else(|| length(index))?;
-            seen.set(at, non_null);
+fn one_pair(
+    cx: &mut Cx<'_>,
+    r: &mut Reader<'_>,
+    fields: &[(&'static str, Scalar); 2],
+    target: &mut StructColumn,
+) -> json::Result<()> {
+    let [(first_name, _), (second_name, _)] = fields;
+    let length = |index: usize| {
+        Error::data(format!(
+            "invalid length {index}, expected a [{first_name}, {second_name}] pair"
+        ))
+    };
+    let columns = two_columns(target, first_name, second_name)?;
+    r.open(b'[', || format!("a [{first_name}, {second_name}] pair"))?;
+    let mut seen = Seen::default();
+    let mut first = true;
+    for (index, at) in [columns.0, columns.1].into_iter().enumerate() {
+        if !r.item(&mut first)? {
+            return Err(length(index));
         }
-        if seq.next_element::<IgnoredAny>()?.is_some() {
-            return Err(length(3));
-        }
-        self.target
-            .finish_row(seen, |_| Fill::Keep)
-            .map_err(de::Error::custom)
+        let non_null = value(cx, r, &PLAIN, &mut target.columns[at])?;
+        seen.set(at, non_null);
     }
-}
-
-fn string(out: &mut Vec<u8>, text: &str) {
-    // Writing into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut *out, text);
-}
-
-/// Any JSON value, copied.
-struct Copy<'o>(&'o mut Vec<u8>);
-
-impl<'de> DeserializeSeed<'de> for Copy<'_> {
-    type Value = ();
-    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
-        d.deserialize_any(self)
+    if r.item(&mut first)? {
+        return Err(length(3));
     }
-}
-
-impl<'de> Visitor<'de> for Copy<'_> {
-    type Value = ();
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        self.0.extend_from_slice(b"null");
-        Ok(())
-    }
-    fn visit_bool<E: de::Error>(self, value: bool) -> Result<(), E> {
-        self.0
-            .extend_from_slice(if value { b"true" } else { b"false" });
-        Ok(())
-    }
-    fn visit_i64<E: de::Error>(self, value: i64) -> Result<(), E> {
-        let _ = write!(self.0, "{value}");
-        Ok(())
-    }
-    fn visit_u64<E: de::Error>(self, value: u64) -> Result<(), E> {
-        let _ = write!(self.0, "{value}");
-        Ok(())
-    }
-    fn visit_f64<E: de::Error>(self, value: f64) -> Result<(), E> {
-        let _ = serde_json::to_writer(&mut *self.0, &value);
-        Ok(())
-    }
-    fn visit_str<E: de::Error>(self, text: &str) -> Result<(), E> {
-        string(self.0, text);
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        self.0.push(b'[');
-        let mut first = true;
-        loop {
-            if !first {
-                self.0.push(b',');
-            }
-            if seq.next_element_seed(Copy(&mut *self.0))?.is_none() {
-                if !first {
-                    self.0.pop();
-                }
-                break;
-            }
-            first = false;
-        }
-        self.0.push(b']');
-        Ok(())
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        self.0.push(b'{');
-        let mut first = true;
-        while let Some(name) = map.next_key::<String>()? {
-            if !first {
-                self.0.push(b',');
-            }
-            first = false;
-            string(self.0, &name);
-            self.0.push(b':');
-            map.next_value_seed(Copy(&mut *self.0))?;
-        }
-        self.0.push(b'}');
-        Ok(())
-    }
+    target.finish_row(seen, |_| Fill::Keep).map_err(Error::data)
 }
 
 /// A release rating code `<rank>_<grade>` (`4_A`, `0_not rated`, any text after `0_`), or a

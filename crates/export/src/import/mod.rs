@@ -12,7 +12,8 @@
 //! each zip: one reader takes the members as stored (compressed), in order, into chunks
 //!   (≤ CHUNK_STUDIES studies or CHUNK_BYTES inflated bytes)
 //!   ─▶ groups of one kind (≈ GROUP_BYTES), on every core (rayon):
-//!        inflate + CRC-32 (members.rs) ─▶ serde seeds (decode.rs) ─▶ Arrow columns (columns.rs)
+//!        inflate + CRC-32 (members.rs) ─▶ JSON pull reader (json.rs) driven by the layout
+//!          (decode.rs) ─▶ Arrow columns (columns.rs)
 //!        ─▶ one batch per group
 //!   ─▶ one append per table and chunk, running while the next chunk is read and decoded
 //! ```
@@ -34,6 +35,7 @@
 
 mod columns;
 mod decode;
+mod json;
 pub(crate) mod members;
 
 use std::collections::{BTreeMap, HashSet};
