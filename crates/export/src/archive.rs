@@ -21,8 +21,8 @@
 
 use std::io::{self, Seek, Write};
 
+use flate2::Compression;
 use flate2::write::DeflateEncoder;
-use flate2::{Compression, Crc};
 
 /// What a 32-bit field holds when its value is in the ZIP64 extra field.
 const ZIP64_U32: u32 = u32::MAX;
@@ -61,11 +61,9 @@ impl Deflated {
             DeflateEncoder::new(Vec::with_capacity(capacity), Compression::new(level));
         encoder.write_all(bytes)?;
         let data = encoder.finish()?;
-        let mut crc = Crc::new();
-        crc.update(bytes);
         Ok(Self {
             name,
-            crc32: crc.sum(),
+            crc32: crc32fast::hash(bytes),
             size: bytes.len() as u64,
             data,
         })

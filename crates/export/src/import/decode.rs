@@ -24,7 +24,7 @@ use cxrlake_schemas::quality;
 use serde_json::Value;
 
 use super::columns::{Column, Fill, Seen, StructColumn};
-use super::json::{self, Error, Kind, Number, Reader};
+use super::json::{self, Error, Key, Kind, Number, Reader};
 use crate::layout::{Node, QUALITY, QUESTION, QUESTION_QUALITY, ROOT, Scalar, Shape};
 
 /// The quality codes of a release: `(aspect key, integer value)` → level name, read from its
@@ -106,14 +106,27 @@ impl Codes {
         Ok(Self::from_map(levels))
     }
 
-    /// The level name of `code` for the aspect `key`.
-    fn level(&self, key: &str, code: i64) -> Option<&str> {
-        let (_, codes) = self.levels.iter().find(|(name, _)| name == key)?;
-        codes
+    /// The codes of the aspect `key` with their level names (none if the release has none).
+    fn aspect(&self, key: &str) -> &[(i64, String)] {
+        self.levels
             .iter()
-            .find(|(value, _)| *value == code)
-            .map(|(_, name)| name.as_str())
+            .find(|(name, _)| name == key)
+            .map_or(&[], |(_, codes)| codes.as_slice())
     }
+
+    /// The level name of `code` for the aspect `key`.
+    #[cfg(test)]
+    fn level(&self, key: &str, code: i64) -> Option<&str> {
+        level_of(self.aspect(key), code)
+    }
+}
+
+/// The level name of `code` among an aspect's codes.
+fn level_of(codes: &[(i64, String)], code: i64) -> Option<&str> {
+    codes
+        .iter()
+        .find(|(value, _)| *value == code)
+        .map(|(_, name)| name.as_str())
 }
 
 /// The ids a release file must carry (those of its path) and the provenance written where the
@@ -273,6 +286,8 @@ impl FileSeen {
 /// the rating of the question being written.
 struct Cx<'a> {
     codes: &'a Codes,
+    /// The codes of the aspects met so far (found by address, not by comparing keys).
+    aspects: Vec<(&'static quality::Aspect, &'a [(i64, String)])>,
     spares: &'a mut Vec<StructColumn>,
     rating: Option<Rating>,
     question_rating: Option<Rating>,
@@ -282,10 +297,25 @@ impl<'a> Cx<'a> {
     fn new(codes: &'a Codes, spares: &'a mut Vec<StructColumn>) -> Self {
         Self {
             codes,
+            aspects: Vec::new(),
             spares,
             rating: None,
             question_rating: None,
         }
+    }
+
+    /// The level name of `code` for `aspect`.
+    fn level(&mut self, aspect: &'static quality::Aspect, code: i64) -> Option<&'a str> {
+        let known = self.aspects.iter().find(|(a, _)| std::ptr::eq(*a, aspect));
+        let codes = match known {
+            Some((_, codes)) => *codes,
+            None => {
+                let codes = self.codes.aspect(aspect.key);
+                self.aspects.push((aspect, codes));
+                codes
+            }
+        };
+        level_of(codes, code)
     }
 
     /// An empty column like `parts` for a part's children.
@@ -435,10 +465,18 @@ fn fields(
     let (mut first, mut hint) = (true, 0);
     let question_quality = std::ptr::eq(node, &QUESTION_QUALITY);
     let (slots, columns) = target.slots(node);
-    while let Some(key) = r.key(&mut first)? {
-        let Some(index) = field_index(node, hint, &key) else {
-            r.skip()?;
-            continue;
+    loop {
+        let expected = node.fields.get(hint).map(|(name, _)| *name);
+        let index = match r.key_as(&mut first, expected)? {
+            None => break,
+            Some(Key::Expected) => hint,
+            Some(Key::Other(key)) => match field_index(node, hint, &key) {
+                Some(index) => index,
+                None => {
+                    r.skip()?;
+                    continue;
+                }
+            },
         };
         hint = index + 1;
         let (name, shape) = &node.fields[index];
@@ -574,7 +612,7 @@ fn value(
         }
         Kind::Number => match (r.number()?, shape) {
             (Number::Int(code), Shape::Scalar(Scalar::Level(aspect))) => {
-                match cx.codes.level(aspect.key, code) {
+                match cx.level(aspect, code) {
                     Some(name) => written(column.push_str(name)),
                     None => Err(Error::data(format!(
                         "unknown {} code {code} (not in quality_mappings.csv)",

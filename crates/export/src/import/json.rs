@@ -82,6 +82,13 @@ impl Kind {
     }
 }
 
+/// A key read by [`Reader::key_as`]: the one expected, or another.
+#[derive(Debug)]
+pub(super) enum Key<'a> {
+    Expected,
+    Other(Cow<'a, str>),
+}
+
 /// A number as JSON writes it: an integer (in `i64`), a larger one, or a fraction.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) enum Number {
@@ -111,6 +118,32 @@ fn specials(word: u64) -> u64 {
     let backslash = zero(word ^ (ONES * u64::from(b'\\')));
     let control = word.wrapping_sub(ONES * 0x20) & !word;
     (quote | backslash | control) & HIGH
+}
+
+/// Whether two byte strings of the same length are equal: eight bytes at a time, inline (keys
+/// are short; a call to `memcmp` costs more than the comparison).
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let word = |bytes: &[u8], at: usize| {
+        u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default())
+    };
+    let mut at = 0;
+    while at + 8 <= a.len() {
+        if word(a, at) != word(b, at) {
+            return false;
+        }
+        at += 8;
+    }
+    while at < a.len() {
+        if a[at] != b[at] {
+            return false;
+        }
+        at += 1;
+    }
+    true
 }
 
 impl<'a> Reader<'a> {
@@ -450,18 +483,59 @@ impl<'a> Reader<'a> {
     /// end; its value comes next.
     #[inline]
     pub fn key(&mut self, first: &mut bool) -> Result<Option<Cow<'a, str>>> {
-        if !self.more(b'}', first)? {
+        if !self.key_follows(first)? {
             return Ok(None);
+        }
+        let key = self.string()?;
+        self.colon()?;
+        Ok(Some(key))
+    }
+
+    /// Like [`Reader::key`], but a key spelled exactly `expected` (the usual one, when keys
+    /// come in a known order) is recognised without reading it as a string.
+    #[inline]
+    pub fn key_as(&mut self, first: &mut bool, expected: Option<&str>) -> Result<Option<Key<'a>>> {
+        if !self.key_follows(first)? {
+            return Ok(None);
+        }
+        let key = match expected {
+            Some(name) if self.spelled(name) => {
+                self.at += name.len() + 2;
+                Key::Expected
+            }
+            _ => Key::Other(self.string()?),
+        };
+        self.colon()?;
+        Ok(Some(key))
+    }
+
+    /// Whether the object being read has another key, which comes next.
+    #[inline]
+    fn key_follows(&mut self, first: &mut bool) -> Result<bool> {
+        if !self.more(b'}', first)? {
+            return Ok(false);
         }
         if self.peek() != Some(b'"') {
             return Err(self.syntax("key must be a string"));
         }
-        let key = self.string()?;
+        Ok(true)
+    }
+
+    #[inline]
+    fn colon(&mut self) -> Result<()> {
         if self.peek() != Some(b':') {
             return Err(self.syntax("expected `:`"));
         }
         self.at += 1;
-        Ok(Some(key))
+        Ok(())
+    }
+
+    /// Whether the string at the reader's position is `"name"` as it stands.
+    #[inline]
+    fn spelled(&self, name: &str) -> bool {
+        let start = self.at + 1;
+        let end = start + name.len();
+        self.bytes.get(end) == Some(&b'"') && same(&self.bytes[start..end], name.as_bytes())
     }
 
     /// Whether the list being read (opened with [`Reader::open`]) has another item, which
@@ -644,6 +718,38 @@ mod tests {
         assert!(matches!(escaped, Cow::Owned(_)));
         assert_eq!(escaped, "esc\naped");
         assert!(!reader.item(&mut first).expect("end"));
+        reader.end().expect("nothing after");
+    }
+
+    #[test]
+    fn byte_strings_compare_eight_bytes_at_a_time() {
+        let text = b"localization_reference_ids";
+        for len in 0..text.len() {
+            assert!(same(&text[..len], &text[..len]));
+            let mut other = text[..len].to_vec();
+            for at in 0..len {
+                other[at] ^= 1;
+                assert!(!same(&text[..len], &other), "{len} {at}");
+                other[at] ^= 1;
+            }
+        }
+        assert!(!same(b"text", b"texts"));
+    }
+
+    #[test]
+    fn an_expected_key_is_matched_as_spelled() {
+        let mut reader = Reader::new(r#"{"text": 1, "te\u0078t": 2, "tex": 3, "text2": 4}"#);
+        reader.open(b'{', String::new).expect("object");
+        let mut first = true;
+        let mut keys = Vec::new();
+        while let Some(key) = reader.key_as(&mut first, Some("text")).expect("key") {
+            keys.push(match key {
+                Key::Expected => "(expected)".to_string(),
+                Key::Other(key) => key.into_owned(),
+            });
+            reader.skip().expect("value");
+        }
+        assert_eq!(keys, ["(expected)", "text", "tex", "text2"]);
         reader.end().expect("nothing after");
     }
 

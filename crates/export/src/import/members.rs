@@ -105,11 +105,8 @@ impl Member {
             }
             CompressionMethod::Stored => (stored, Ok(())),
             CompressionMethod::Deflated => {
-                let mut content = Vec::with_capacity(self.size as usize);
-                let read = flate2::read::DeflateDecoder::new(stored.as_slice())
-                    .read_to_end(&mut content)
-                    .map(drop)
-                    .map_err(|e| e.to_string());
+                let mut content = Vec::new();
+                let read = inflate(&stored, self.size, &mut content);
                 (content, read)
             }
             other => (
@@ -118,9 +115,7 @@ impl Member {
             ),
         };
         let checked = read.and_then(|()| {
-            let mut crc = flate2::Crc::new();
-            crc.update(&content);
-            if content.len() as u64 == self.size && crc.sum() == self.crc32 {
+            if content.len() as u64 == self.size && crc32fast::hash(&content) == self.crc32 {
                 Ok(())
             } else {
                 Err("invalid checksum or size".to_string())
@@ -130,5 +125,63 @@ impl Member {
             Ok(()) => Ok(content),
             Err(error) => Err((format!("unreadable member: {error}"), content)),
         }
+    }
+}
+
+/// Inflates the raw deflate stream `stored` into `content`, sized for the `size` bytes the
+/// zip's directory gives (written in place: no zeroed buffer, no copy of the input); the error
+/// says why the stream cannot be inflated whole.
+fn inflate(stored: &[u8], size: u64, content: &mut Vec<u8>) -> Result<(), String> {
+    use flate2::{Decompress, FlushDecompress, Status};
+    // One byte more than announced: a longer stream shows as a size mismatch, not a cut.
+    content.reserve(usize::try_from(size).unwrap_or(0).saturating_add(1));
+    let mut inflater = Decompress::new(false);
+    loop {
+        let (before_in, before_out) = (inflater.total_in(), inflater.total_out());
+        let input = &stored[usize::try_from(before_in).unwrap_or(stored.len())..];
+        match inflater.decompress_vec(input, content, FlushDecompress::Finish) {
+            Ok(Status::StreamEnd) => return Ok(()),
+            Ok(Status::Ok | Status::BufError) => {
+                if content.len() == content.capacity() {
+                    content.reserve(content.capacity().max(1 << 16));
+                } else if inflater.total_in() == before_in && inflater.total_out() == before_out {
+                    return Err("the deflate stream ends early".into());
+                }
+            }
+            Err(error) => return Err(error.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::*;
+
+    fn deflated(bytes: &[u8]) -> Vec<u8> {
+        let mut encoder =
+            flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(6));
+        encoder.write_all(bytes).expect("deflate");
+        encoder.finish().expect("deflate")
+    }
+
+    #[test]
+    fn members_inflate_whole_and_cut_streams_are_refused() {
+        let text: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
+        let stored = deflated(&text);
+        for announced in [text.len() as u64, 10, 0] {
+            let mut content = Vec::new();
+            inflate(&stored, announced, &mut content).expect("inflates");
+            assert_eq!(content, text, "announced {announced}");
+        }
+        let mut content = Vec::new();
+        let error = inflate(&stored[..stored.len() / 2], text.len() as u64, &mut content)
+            .expect_err("a cut stream");
+        assert!(error.contains("ends early"), "{error}");
+        let mut content = Vec::new();
+        assert!(inflate(b"not deflate at all", 100, &mut content).is_err());
     }
 }
