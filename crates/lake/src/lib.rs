@@ -17,6 +17,7 @@ pub mod lake;
 pub mod lease;
 mod narrow;
 mod outside;
+mod parquet;
 pub mod portable;
 mod quarantine;
 mod read;

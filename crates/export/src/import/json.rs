@@ -120,30 +120,47 @@ fn specials(word: u64) -> u64 {
     (quote | backslash | control) & HIGH
 }
 
-/// Whether two byte strings of the same length are equal: eight bytes at a time, inline (keys
-/// are short; a call to `memcmp` costs more than the comparison).
+/// Whether two byte strings are equal: eight bytes at a time, the last word overlapping the one
+/// before, inline (keys are short; a call to `memcmp` costs more than the comparison).
 #[inline]
 fn same(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
+    let n = a.len();
+    if n != b.len() {
         return false;
     }
     let word = |bytes: &[u8], at: usize| {
         u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default())
     };
-    let mut at = 0;
-    while at + 8 <= a.len() {
-        if word(a, at) != word(b, at) {
-            return false;
+    let half = |bytes: &[u8], at: usize| {
+        u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default())
+    };
+    if n >= 8 {
+        let mut at = 0;
+        while at + 8 < n {
+            if word(a, at) != word(b, at) {
+                return false;
+            }
+            at += 8;
         }
-        at += 8;
+        return word(a, n - 8) == word(b, n - 8);
     }
-    while at < a.len() {
-        if a[at] != b[at] {
-            return false;
+    if n >= 4 {
+        return half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4);
+    }
+    a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+/// `text` as serde_json writes it: a string read without escapes holds no character it would
+/// escape.
+fn quoted(out: &mut String, text: Cow<'_, str>) {
+    match text {
+        Cow::Borrowed(text) => {
+            out.push('"');
+            out.push_str(text);
+            out.push('"');
         }
-        at += 1;
+        Cow::Owned(text) => out.push_str(&serde_json::Value::from(text).to_string()),
     }
-    true
 }
 
 impl<'a> Reader<'a> {
@@ -218,9 +235,11 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn literal(&mut self, word: &[u8]) -> Result<()> {
-        if self.bytes[self.at..].starts_with(word) {
-            self.at += word.len();
+    #[inline]
+    fn literal<const N: usize>(&mut self, word: &[u8; N]) -> Result<()> {
+        let next = self.bytes.get(self.at..self.at + N);
+        if next.and_then(|next| <&[u8; N]>::try_from(next).ok()) == Some(word) {
+            self.at += N;
             Ok(())
         } else {
             Err(self.syntax("expected value"))
@@ -598,10 +617,7 @@ impl<'a> Reader<'a> {
                     out.push_str(&serde_json::Value::from(value).to_string());
                 }
             },
-            Kind::String => {
-                let text = self.string()?;
-                out.push_str(&serde_json::Value::from(text.as_ref()).to_string());
-            }
+            Kind::String => quoted(out, self.string()?),
             Kind::Array => {
                 self.open(b'[', String::new)?;
                 out.push('[');
@@ -620,7 +636,7 @@ impl<'a> Reader<'a> {
                 while let Some(key) = self.key(&mut first)? {
                     out.push_str(separator);
                     separator = ",";
-                    out.push_str(&serde_json::Value::from(key.as_ref()).to_string());
+                    quoted(out, key);
                     out.push(':');
                     self.copy(out)?;
                 }
