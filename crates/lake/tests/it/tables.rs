@@ -703,8 +703,10 @@ fn part(id: i64, text: &str) -> String {
     )
 }
 
-#[tokio::test]
-async fn a_narrowed_nested_column_reads_the_same_rows_and_only_its_fields() {
+/// A lake (in a folder) whose table `nested` ([`parts`]) had s1 and s2 appended by delta-rs's
+/// writer, then s2 replaced by the lake's own (a deletion vector hides its old row) with the
+/// parts `replaced`.
+async fn nested_table(replaced: &[(i64, &str)]) -> (tempfile::TempDir, Lake) {
     let dir = tempfile::tempdir().expect("tempdir");
     let lake = Lake::open_url(dir.path().to_str().expect("utf8")).expect("open");
     lake.init().await.expect("init");
@@ -722,8 +724,7 @@ async fn a_narrowed_nested_column_reads_the_same_rows_and_only_its_fields() {
         .execute(vec![first])
         .await
         .expect("write");
-    // A deletion vector hides s2's old row: the narrowed scan honours it too.
-    let second = parts(&study("s2", &[(4, "d"), (5, "e"), (6, "f")])).await;
+    let second = parts(&study("s2", replaced)).await;
     let second = cxrlake_lake::cast_batch(&second, &schema).expect("cast");
     lake.write("nested")
         .replace_studies(vec!["s2".into()])
@@ -731,6 +732,13 @@ async fn a_narrowed_nested_column_reads_the_same_rows_and_only_its_fields() {
         .execute(vec![second])
         .await
         .expect("replace");
+    (dir, lake)
+}
+
+#[tokio::test]
+async fn a_narrowed_nested_column_reads_the_same_rows_and_only_its_fields() {
+    // A deletion vector hides s2's old row: the narrowed scan honours it too.
+    let (_dir, lake) = nested_table(&[(4, "d"), (5, "e"), (6, "f")]).await;
 
     let sql = "SELECT study_id, CAST(array_length(answers) AS BIGINT) AS parts, \
                answers[1]['text'] AS main FROM nested ORDER BY 1";
@@ -819,33 +827,7 @@ fn leaf_statistics(folder: &std::path::Path) -> Vec<(String, bool, bool)> {
 
 #[tokio::test]
 async fn leaves_under_lists_are_written_without_statistics_and_the_others_with() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let lake = Lake::open_url(dir.path().to_str().expect("utf8")).expect("open");
-    lake.init().await.expect("init");
-    let first = parts(&format!(
-        "{}, {}",
-        study("s1", &[(1, "a"), (2, "b")]),
-        study("s2", &[(3, "c")])
-    ))
-    .await;
-    let schema = first.schema();
-    lake.create_table("nested", schema.clone())
-        .await
-        .expect("create");
-    // An append (delta-rs's writer) and a replace (the lake's own writers).
-    lake.write("nested")
-        .execute(vec![first])
-        .await
-        .expect("write");
-    let second = parts(&study("s2", &[(4, "d")])).await;
-    let second = cxrlake_lake::cast_batch(&second, &schema).expect("cast");
-    lake.write("nested")
-        .replace_studies(vec!["s2".into()])
-        .deletion_vectors(true)
-        .execute(vec![second])
-        .await
-        .expect("replace");
-
+    let (dir, lake) = nested_table(&[(4, "d")]).await;
     let leaves = leaf_statistics(&dir.path().join("nested"));
     let files = leaves
         .iter()
