@@ -789,14 +789,8 @@ impl TableWrite<'_> {
             self.lake.keep_replaced(name, version, ids, kept);
             return Ok(version);
         }
-        let mut schemas: Vec<SchemaRef> = batches.iter().take(1).map(RecordBatch::schema).collect();
-        if let Ok(snapshot) = table.snapshot() {
-            schemas.push(snapshot.snapshot().arrow_schema());
-        }
-        let properties = crate::parquet::writer_properties(schemas.iter().map(AsRef::as_ref));
         let builder = table
             .write(batches)
-            .with_writer_properties(properties)
             .with_commit_properties(commit_properties(&self.commit));
         let builder = match self.mode {
             WriteMode::Append => builder.with_save_mode(SaveMode::Append),

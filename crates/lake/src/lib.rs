@@ -17,7 +17,6 @@ pub mod lake;
 pub mod lease;
 mod narrow;
 mod outside;
-mod parquet;
 pub mod portable;
 mod quarantine;
 mod read;

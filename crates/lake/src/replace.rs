@@ -101,7 +101,7 @@ pub(crate) async fn replace_studies(
     let config = WriterConfig::new(
         schema.clone(),
         Vec::new(),
-        Some(crate::parquet::writer_properties([schema.as_ref()])),
+        None,
         NonZeroU64::new(file_bytes),
         None,
         stats.num_indexed_cols,

@@ -703,10 +703,8 @@ fn part(id: i64, text: &str) -> String {
     )
 }
 
-/// A lake (in a folder) whose table `nested` ([`parts`]) had s1 and s2 appended by delta-rs's
-/// writer, then s2 replaced by the lake's own (a deletion vector hides its old row) with the
-/// parts `replaced`.
-async fn nested_table(replaced: &[(i64, &str)]) -> (tempfile::TempDir, Lake) {
+#[tokio::test]
+async fn a_narrowed_nested_column_reads_the_same_rows_and_only_its_fields() {
     let dir = tempfile::tempdir().expect("tempdir");
     let lake = Lake::open_url(dir.path().to_str().expect("utf8")).expect("open");
     lake.init().await.expect("init");
@@ -724,7 +722,8 @@ async fn nested_table(replaced: &[(i64, &str)]) -> (tempfile::TempDir, Lake) {
         .execute(vec![first])
         .await
         .expect("write");
-    let second = parts(&study("s2", replaced)).await;
+    // A deletion vector hides s2's old row: the narrowed scan honours it too.
+    let second = parts(&study("s2", &[(4, "d"), (5, "e"), (6, "f")])).await;
     let second = cxrlake_lake::cast_batch(&second, &schema).expect("cast");
     lake.write("nested")
         .replace_studies(vec!["s2".into()])
@@ -732,13 +731,6 @@ async fn nested_table(replaced: &[(i64, &str)]) -> (tempfile::TempDir, Lake) {
         .execute(vec![second])
         .await
         .expect("replace");
-    (dir, lake)
-}
-
-#[tokio::test]
-async fn a_narrowed_nested_column_reads_the_same_rows_and_only_its_fields() {
-    // A deletion vector hides s2's old row: the narrowed scan honours it too.
-    let (_dir, lake) = nested_table(&[(4, "d"), (5, "e"), (6, "f")]).await;
 
     let sql = "SELECT study_id, CAST(array_length(answers) AS BIGINT) AS parts, \
                answers[1]['text'] AS main FROM nested ORDER BY 1";
@@ -796,54 +788,4 @@ async fn a_narrowed_nested_column_reads_the_same_rows_and_only_its_fields() {
         .await
         .expect_err("not a list");
     assert!(err.to_string().contains("not a list of structs"), "{err}");
-}
-
-/// Per Parquet file of the table `folder`, per leaf: its path, whether it lies under a list,
-/// and whether its column chunks carry statistics.
-fn leaf_statistics(folder: &std::path::Path) -> Vec<(String, bool, bool)> {
-    use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
-    let mut leaves = Vec::new();
-    for entry in std::fs::read_dir(folder).expect("table folder") {
-        let path = entry.expect("entry").path();
-        if path.extension().is_none_or(|x| x != "parquet") {
-            continue;
-        }
-        let reader = SerializedFileReader::new(std::fs::File::open(&path).expect("open"))
-            .expect("a Parquet file");
-        let metadata = reader.metadata();
-        for group in metadata.row_groups() {
-            for chunk in group.columns() {
-                let descriptor = chunk.column_descr();
-                leaves.push((
-                    descriptor.path().string(),
-                    descriptor.max_rep_level() > 0,
-                    chunk.statistics().is_some(),
-                ));
-            }
-        }
-    }
-    leaves
-}
-
-#[tokio::test]
-async fn leaves_under_lists_are_written_without_statistics_and_the_others_with() {
-    let (dir, lake) = nested_table(&[(4, "d")]).await;
-    let leaves = leaf_statistics(&dir.path().join("nested"));
-    let files = leaves
-        .iter()
-        .filter(|(path, ..)| path == "study_id")
-        .count();
-    assert_eq!(files, 2, "{leaves:?}");
-    for (path, repeated, statistics) in &leaves {
-        assert_eq!(*statistics, !repeated, "{path}: {leaves:?}");
-    }
-    assert!(
-        leaves.iter().any(|(path, ..)| path.ends_with("text")),
-        "{leaves:?}"
-    );
-    // Delta's file statistics are those of the top-level columns, as before.
-    assert_eq!(
-        study_bounds(&lake, "nested").await,
-        vec![("s1".into(), "s2".into()), ("s2".into(), "s2".into())]
-    );
 }
