@@ -120,34 +120,30 @@ fn specials(word: u64) -> u64 {
     (quote | backslash | control) & HIGH
 }
 
-/// Whether two byte strings are equal: eight bytes at a time, the last word overlapping the one
-/// before, inline (keys are short; a call to `memcmp` costs more than the comparison).
+/// Whether two byte strings of the same length are equal: eight bytes at a time, inline (keys
+/// are short; a call to `memcmp` costs more than the comparison).
 #[inline]
 fn same(a: &[u8], b: &[u8]) -> bool {
-    let n = a.len();
-    if n != b.len() {
+    if a.len() != b.len() {
         return false;
     }
     let word = |bytes: &[u8], at: usize| {
         u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap_or_default())
     };
-    let half = |bytes: &[u8], at: usize| {
-        u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap_or_default())
-    };
-    if n >= 8 {
-        let mut at = 0;
-        while at + 8 < n {
-            if word(a, at) != word(b, at) {
-                return false;
-            }
-            at += 8;
+    let mut at = 0;
+    while at + 8 <= a.len() {
+        if word(a, at) != word(b, at) {
+            return false;
         }
-        return word(a, n - 8) == word(b, n - 8);
+        at += 8;
     }
-    if n >= 4 {
-        return half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4);
+    while at < a.len() {
+        if a[at] != b[at] {
+            return false;
+        }
+        at += 1;
     }
-    a.iter().zip(b).all(|(x, y)| x == y)
+    true
 }
 
 /// `text` as serde_json writes it: a string read without escapes holds no character it would
