@@ -288,6 +288,68 @@ impl Column {
         }
     }
 
+    /// Appends the sizes of the column's buffers (rows, and bytes of text), its children's
+    /// after them, to `out`: what [`Column::reserve`] reads back for the next batch of the same
+    /// table.
+    pub fn sizes(&self, out: &mut Vec<usize>) {
+        match self {
+            Column::Utf8(c) => out.extend([self.len(), c.values.len()]),
+            Column::List(c) => {
+                out.push(self.len());
+                c.item.sizes(out);
+            }
+            Column::FixedList(c) => c.item.sizes(out),
+            Column::Struct(c) => c.sizes(out),
+            _ => out.push(self.len()),
+        }
+    }
+
+    /// The capacities of the buffers that [`Column::sizes`] measures, in its order.
+    #[cfg(test)]
+    pub fn capacities(&self, out: &mut Vec<usize>) {
+        match self {
+            Column::Utf8(c) => out.extend([c.offsets.capacity() - 1, c.values.capacity()]),
+            Column::Bool(c) => out.push(c.values.capacity()),
+            Column::Int8(c) => out.push(c.values.capacity()),
+            Column::Int32(c) => out.push(c.values.capacity()),
+            Column::Int64(c) => out.push(c.values.capacity()),
+            Column::Float32(c) => out.push(c.values.capacity()),
+            Column::List(c) => {
+                out.push(c.offsets.capacity() - 1);
+                c.item.capacities(out);
+            }
+            Column::FixedList(c) => c.item.capacities(out),
+            Column::Struct(c) => {
+                for column in &c.columns {
+                    column.capacities(out);
+                }
+            }
+        }
+    }
+
+    /// Reserves room for `scale` times the sizes [`Column::sizes`] wrote (read from `sizes`
+    /// in the same order), so that a batch's buffers grow without being copied.
+    pub fn reserve(&mut self, sizes: &mut std::slice::Iter<'_, usize>, scale: f64) {
+        let mut next = || (sizes.next().copied().unwrap_or(0) as f64 * scale) as usize;
+        match self {
+            Column::Utf8(c) => {
+                c.offsets.reserve(next());
+                c.values.reserve(next());
+            }
+            Column::Bool(c) => c.values.reserve(next()),
+            Column::Int8(c) => c.values.reserve(next()),
+            Column::Int32(c) => c.values.reserve(next()),
+            Column::Int64(c) => c.values.reserve(next()),
+            Column::Float32(c) => c.values.reserve(next()),
+            Column::List(c) => {
+                c.offsets.reserve(next());
+                c.item.reserve(sizes, scale);
+            }
+            Column::FixedList(c) => c.item.reserve(sizes, scale),
+            Column::Struct(c) => c.reserve(sizes, scale),
+        }
+    }
+
     /// The built array; the column is left empty.
     pub fn finish(&mut self) -> Result<ArrayRef, ArrowError> {
         Ok(match self {
@@ -623,6 +685,20 @@ impl StructColumn {
         }
         extend_nulls(&mut self.nulls, &other.nulls, other.len);
         self.len += other.len;
+    }
+
+    /// Its fields' sizes ([`Column::sizes`]).
+    pub fn sizes(&self, out: &mut Vec<usize>) {
+        for column in &self.columns {
+            column.sizes(out);
+        }
+    }
+
+    /// Reserves room for its fields ([`Column::reserve`]).
+    pub fn reserve(&mut self, sizes: &mut std::slice::Iter<'_, usize>, scale: f64) {
+        for column in &mut self.columns {
+            column.reserve(sizes, scale);
+        }
     }
 
     pub fn finish(&mut self) -> Result<StructArray, ArrowError> {

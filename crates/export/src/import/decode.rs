@@ -238,6 +238,28 @@ impl Rows {
         self.root.len()
     }
 
+    /// The sizes of its columns' buffers, for [`Rows::reserve`].
+    pub fn sizes(&self) -> Vec<usize> {
+        let mut sizes = Vec::new();
+        self.root.sizes(&mut sizes);
+        sizes
+    }
+
+    /// Reserves `scale` times the `sizes` that [`Rows::sizes`] gave for rows of the same table.
+    pub fn reserve(&mut self, sizes: &[usize], scale: f64) {
+        self.root.reserve(&mut sizes.iter(), scale);
+    }
+
+    /// The capacities of its columns' buffers, in the order of [`Rows::sizes`].
+    #[cfg(test)]
+    fn capacities(&self) -> Vec<usize> {
+        let mut capacities = Vec::new();
+        for column in &self.root.columns {
+            column.capacities(&mut capacities);
+        }
+        capacities
+    }
+
     /// The rows as a batch of the table's schema.
     pub fn finish(mut self) -> Result<RecordBatch, ArrowError> {
         let (_, columns, _) = self.root.finish()?.into_parts();
@@ -886,6 +908,53 @@ mod tests {
         writer.write(&batch).expect("write");
         writer.finish().expect("finish");
         Ok(serde_json::from_slice(&writer.into_inner()).expect("json"))
+    }
+
+    #[test]
+    fn rows_reserved_from_a_batch_take_it_again_without_growing() {
+        let codes = Codes::builtin();
+        let question = json!({
+            "question_id": "D02_finding_001", "question_type": "D02", "question_strategy": "finding",
+            "variables": {"finding": "pleural effusion"}, "obs_ids": ["O01", "O02"],
+            "contains_report_answers": true, "contains_template_answers": false,
+            "extraction_quality": {"region_extract_quality": 4, "entity_extract_quality": 2,
+                "sentence_name_quality": 2, "change_quality": 3, "general_issue_level": 1},
+            "question_img_localization_quality": {"img1": 4},
+            "question": "Is there a pleural effusion?",
+            "answers": [{"answer_id": 0, "answer_type": "main_answer", "answer_level": 0,
+                "text": "Yes.", "modifiers": [["severity", "small"]], "regions": ["left lung"],
+                "sub_answers": [{"answer_id": 1, "answer_type": "details", "answer_level": 1,
+                    "text": "Small.", "from_report": true, "sub_answers": []}],
+                "localization": {"img1": {"bboxes": [[1, 2, 3.5, 4], [5, 6, 7, 8]],
+                    "localization_reference_ids": ["left lung"], "missing_localization": [],
+                    "is_fallback": false, "localization_quality": 4}},
+                "from_report": true}],
+            "question_quality": {"question_clarity": 2, "completeness": 2, "rating": "3_B"},
+        });
+        let bytes = file(&question);
+        let schema = (cxrlake_schemas::table("qa").expect("qa").schema)();
+        let mut first = Rows::new(&schema).expect("rows");
+        for _ in 0..3 {
+            first.qa(&bytes, IDS, &codes).expect("decodes");
+        }
+        let sizes = first.sizes();
+        let mut second = Rows::new(&schema).expect("rows");
+        second.reserve(&sizes, 1.0);
+        let reserved = second.capacities();
+        assert!(
+            reserved.iter().zip(&sizes).all(|(c, s)| c >= s),
+            "{reserved:?} {sizes:?}"
+        );
+        for _ in 0..3 {
+            second.qa(&bytes, IDS, &codes).expect("decodes");
+        }
+        assert_eq!(second.capacities(), reserved, "a buffer grew");
+        assert_eq!(second.sizes(), sizes);
+        let (first, second) = (
+            first.finish().expect("batch"),
+            second.finish().expect("batch"),
+        );
+        assert_eq!(first, second);
     }
 
     fn file(question: &Value) -> Vec<u8> {

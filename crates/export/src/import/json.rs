@@ -16,9 +16,13 @@ use std::fmt::Write;
 const MAX_DEPTH: u32 = 128;
 
 /// Why a file cannot be read: invalid JSON, or a value the lake cannot take (with the keys
-/// that lead to it).
+/// that lead to it). Boxed, as serde_json boxes its errors: every call of the reader returns a
+/// `Result`, which stays as small as its value this way (in registers, not on the stack).
 #[derive(Debug)]
-pub(super) struct Error {
+pub(super) struct Error(Box<Failure>);
+
+#[derive(Debug)]
+struct Failure {
     syntax: bool,
     message: String,
     /// Innermost key first.
@@ -27,31 +31,37 @@ pub(super) struct Error {
 
 impl Error {
     /// A value the lake cannot take.
+    #[cold]
     pub fn data(message: impl Into<String>) -> Self {
-        Self {
+        Self(Box::new(Failure {
             syntax: false,
             message: message.into(),
             path: Vec::new(),
-        }
+        }))
     }
 
     /// The error, found under the key `name`.
     pub fn within(mut self, name: &'static str) -> Self {
-        self.path.push(name);
+        self.0.path.push(name);
         self
     }
 
     /// The message: `key: key: what` for data errors, `invalid JSON: what` otherwise.
     pub fn describe(self) -> String {
-        if self.syntax || self.path.is_empty() {
-            return format!("invalid JSON: {}", self.message);
+        let Failure {
+            syntax,
+            message,
+            path,
+        } = *self.0;
+        if syntax || path.is_empty() {
+            return format!("invalid JSON: {message}");
         }
         let mut text = String::new();
-        for name in self.path.iter().rev() {
+        for name in path.iter().rev() {
             text.push_str(name);
             text.push_str(": ");
         }
-        text.push_str(&self.message);
+        text.push_str(&message);
         text
     }
 }
@@ -97,6 +107,12 @@ pub(super) enum Number {
     Big(u64),
     Float(f64),
 }
+
+/// 10^0 … 10^22: the powers of ten an f64 holds exactly.
+const POWERS_OF_TEN: [f64; 23] = [
+    1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+];
 
 /// A JSON text being read.
 pub(super) struct Reader<'a> {
@@ -146,6 +162,24 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     true
 }
 
+/// Reads the digits at `at` on into `value` (`overflow` once it no longer fits); returns the
+/// position after them and how many there were.
+#[inline]
+fn digits(bytes: &[u8], mut at: usize, value: &mut u64, overflow: &mut bool) -> (usize, usize) {
+    let start = at;
+    while let Some(&digit @ b'0'..=b'9') = bytes.get(at) {
+        match value
+            .checked_mul(10)
+            .and_then(|v| v.checked_add(u64::from(digit - b'0')))
+        {
+            Some(next) => *value = next,
+            None => *overflow = true,
+        }
+        at += 1;
+    }
+    (at, at - start)
+}
+
 /// `text` as serde_json writes it: a string read without escapes holds no character it would
 /// escape.
 fn quoted(out: &mut String, text: Cow<'_, str>) {
@@ -170,6 +204,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A syntax error at the reader's position.
+    #[cold]
     fn syntax(&self, what: &str) -> Error {
         let before = &self.bytes[..self.at.min(self.bytes.len())];
         let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
@@ -178,11 +213,11 @@ impl<'a> Reader<'a> {
                 .iter()
                 .rposition(|&b| b == b'\n')
                 .map_or(0, |i| i + 1);
-        Error {
+        Error(Box::new(Failure {
             syntax: true,
             message: format!("{what} at line {line} column {}", column + 1),
             path: Vec::new(),
-        }
+        }))
     }
 
     /// The next byte that is not whitespace, not consumed.
@@ -270,24 +305,16 @@ impl<'a> Reader<'a> {
         let mut overflow = false;
         match bytes.get(at) {
             Some(b'0') => at += 1,
-            Some(b'1'..=b'9') => {
-                while let Some(&digit @ b'0'..=b'9') = bytes.get(at) {
-                    match value
-                        .checked_mul(10)
-                        .and_then(|v| v.checked_add(u64::from(digit - b'0')))
-                    {
-                        Some(next) => value = next,
-                        None => overflow = true,
-                    }
-                    at += 1;
-                }
-            }
+            Some(b'1'..=b'9') => at = digits(bytes, at, &mut value, &mut overflow).0,
             _ => {
                 self.at = at;
                 return Err(self.syntax("invalid number"));
             }
         }
         let mut fraction = false;
+        // A fraction's digits after the integer's in `value` (while they fit), for the exact
+        // conversion below.
+        let mut decimals = 0;
         if bytes.get(at) == Some(&b'.') {
             at += 1;
             fraction = true;
@@ -295,13 +322,13 @@ impl<'a> Reader<'a> {
                 self.at = at;
                 return Err(self.syntax("invalid number"));
             }
-            while bytes.get(at).is_some_and(u8::is_ascii_digit) {
-                at += 1;
-            }
+            (at, decimals) = digits(bytes, at, &mut value, &mut overflow);
         }
+        let mut exponent = false;
         if matches!(bytes.get(at), Some(b'e' | b'E')) {
             at += 1;
             fraction = true;
+            exponent = true;
             if matches!(bytes.get(at), Some(b'+' | b'-')) {
                 at += 1;
             }
@@ -325,6 +352,12 @@ impl<'a> Reader<'a> {
             if value <= i64::MAX as u64 + 1 {
                 return Ok(Number::Int((value as i128).wrapping_neg() as i64));
             }
+        }
+        if !exponent && !overflow && value < 1 << 53 && decimals < POWERS_OF_TEN.len() {
+            // Both exact in an f64, so one division rounds correctly (Clinger's fast path):
+            // what parsing the text gives, without parsing it again.
+            let float = value as f64 / POWERS_OF_TEN[decimals];
+            return Ok(Number::Float(if negative { -float } else { float }));
         }
         let float: f64 = self.text[start..at]
             .parse()
@@ -675,6 +708,54 @@ mod tests {
             let expected: Value = serde_json::from_str(text).expect("serde_json reads it");
             let copied = read(text).unwrap_or_else(|e| panic!("{text}: {e}"));
             assert_eq!(copied, expected.to_string(), "{text}");
+        }
+    }
+
+    #[test]
+    fn fractions_read_as_rust_parses_them() {
+        let mut texts: Vec<String> = [
+            "1387.0",
+            "0.1",
+            "-0.0",
+            "0.30000000000000004",
+            "9007199254740991.5",
+            "9007199254740993.0",
+            "123456789012345.678",
+            "1.0000000000000000000001",
+            "0.0000000000000000000001",
+            "2.5e3",
+            "-17.125",
+            "4503599627370497.5",
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        // Coordinates as the exports write them, and fractions up to 19 digits long.
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            seed >> 24
+        };
+        for _ in 0..5_000 {
+            let whole = next() % 100_000;
+            let decimals = (next() % 20) as usize;
+            let fraction: String = (0..decimals.max(1))
+                .map(|_| char::from(b'0' + (next() % 10) as u8))
+                .collect();
+            let sign = if next() % 4 == 0 { "-" } else { "" };
+            texts.push(format!("{sign}{whole}.{fraction}"));
+        }
+        for text in texts {
+            let expected: f64 = text.parse().expect("a number");
+            let read = Reader::new(&text).number().expect("reads");
+            match read {
+                Number::Float(value) => {
+                    assert_eq!(value.to_bits(), expected.to_bits(), "{text}");
+                }
+                other => panic!("{text}: {other:?}"),
+            }
         }
     }
 

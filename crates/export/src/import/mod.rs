@@ -13,7 +13,8 @@
 //!   (≤ CHUNK_STUDIES studies or CHUNK_BYTES inflated bytes)
 //!   ─▶ groups of one kind (≈ GROUP_BYTES), on every core (rayon):
 //!        inflate + CRC-32 (members.rs) ─▶ JSON pull reader (json.rs) driven by the layout
-//!          (decode.rs) ─▶ Arrow columns (columns.rs)
+//!          (decode.rs) ─▶ Arrow columns (columns.rs), their buffers reserved in proportion
+//!          to the last batch of the table (`Sizes`), so that they do not grow by copying
 //!        ─▶ one batch per group
 //!   ─▶ one append per table and chunk, running while the next chunk is read and decoded
 //! ```
@@ -419,11 +420,13 @@ async fn import_zip(
     let mut bytes = 0u64;
     let mut studies = HashSet::new();
     let mut pending: Pending = None;
+    let sizes = Sizes::default();
     let target = Target {
         lake,
         source: &source,
         release,
         commit,
+        sizes: &sizes,
     };
     let mut reading = std::time::Duration::ZERO;
     let mut decoding = std::time::Duration::ZERO;
@@ -490,6 +493,7 @@ struct Target<'a> {
     source: &'a str,
     release: &'a Release,
     commit: &'a StageCommit,
+    sizes: &'a Sizes,
 }
 
 /// Uncompressed member bytes decoded into one batch, about.
@@ -533,13 +537,43 @@ fn groups(members: Vec<Member>) -> Vec<Vec<Member>> {
     groups
 }
 
+/// The sizes of the last batch decoded per table, with its members' bytes: a new batch reserves
+/// its columns' buffers in proportion, so that they grow without being copied.
+#[derive(Debug, Default)]
+struct Sizes(std::sync::Mutex<BTreeMap<&'static str, (u64, Vec<usize>)>>);
+
+impl Sizes {
+    /// Reserves room in `rows` for `bytes` of members of `table`.
+    fn reserve(&self, table: &'static str, rows: &mut Rows, bytes: u64) {
+        let sizes = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((seen, sizes)) = sizes.get(table).filter(|(seen, _)| *seen > 0) {
+            rows.reserve(sizes, 1.05 * bytes as f64 / *seen as f64);
+        }
+    }
+
+    /// Keeps the sizes of `rows`, decoded from `bytes` of members of `table`.
+    fn note(&self, table: &'static str, rows: &Rows, bytes: u64) {
+        let sizes = rows.sizes();
+        let mut all = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        all.insert(table, (bytes, sizes));
+    }
+}
+
 /// Inflates and decodes a group of members of one kind into one batch of its table.
-fn decode_group(release: &Release, members: Vec<Member>) -> Result<Decoded> {
+fn decode_group(release: &Release, sizes: &Sizes, members: Vec<Member>) -> Result<Decoded> {
     let table = members.first().map_or("qa", |m| m.kind.table());
     let schema = cxrlake_schemas::table(table)
         .map(|def| (def.schema)())
         .ok_or_else(|| import_error(Path::new(table), "no such lake table"))?;
     let mut rows = Rows::new(&schema).map_err(|e| import_error(Path::new(table), e))?;
+    let bytes: u64 = members.iter().map(|m| m.size).sum();
+    sizes.reserve(table, &mut rows, bytes);
     let mut decoded = Decoded {
         table,
         batch: None,
@@ -559,6 +593,7 @@ fn decode_group(release: &Release, members: Vec<Member>) -> Result<Decoded> {
     }
     decoded.rows = rows.len() as u64;
     if decoded.rows > 0 {
+        sizes.note(table, &rows, bytes);
         decoded.batch = Some(rows.finish()?);
     }
     Ok(decoded)
@@ -579,6 +614,7 @@ async fn flush(
         source,
         release,
         commit,
+        sizes,
     } = *target;
     let members = std::mem::take(chunk);
     if members.is_empty() {
@@ -586,7 +622,7 @@ async fn flush(
     }
     let decoded: Vec<Decoded> = groups(members)
         .into_par_iter()
-        .map(|group| decode_group(release, group))
+        .map(|group| decode_group(release, sizes, group))
         .collect::<Result<_>>()?;
     let mut tables: BTreeMap<&'static str, (Vec<RecordBatch>, u64)> = BTreeMap::new();
     let mut rejected = Vec::new();
