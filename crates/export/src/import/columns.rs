@@ -288,46 +288,30 @@ impl Column {
         }
     }
 
-    /// Appends the sizes of the column's buffers (rows, and bytes of text), its children's
-    /// after them, to `out`: what [`Column::reserve`] reads back for the next batch of the same
-    /// table.
-    pub fn sizes(&self, out: &mut Vec<usize>) {
+    /// Appends `[length, capacity]` of each of the column's buffers (rows, and bytes of text),
+    /// its children's after them: the lengths are what [`Column::reserve`] reads back for the
+    /// next batch of the same table.
+    pub fn buffers(&self, out: &mut Vec<[usize; 2]>) {
         match self {
-            Column::Utf8(c) => out.extend([self.len(), c.values.len()]),
+            Column::Utf8(c) => out.extend([
+                [self.len(), c.offsets.capacity() - 1],
+                [c.values.len(), c.values.capacity()],
+            ]),
+            Column::Bool(c) => out.push([c.values.len(), c.values.capacity()]),
+            Column::Int8(c) => out.push([c.values.len(), c.values.capacity()]),
+            Column::Int32(c) => out.push([c.values.len(), c.values.capacity()]),
+            Column::Int64(c) => out.push([c.values.len(), c.values.capacity()]),
+            Column::Float32(c) => out.push([c.values.len(), c.values.capacity()]),
             Column::List(c) => {
-                out.push(self.len());
-                c.item.sizes(out);
+                out.push([self.len(), c.offsets.capacity() - 1]);
+                c.item.buffers(out);
             }
-            Column::FixedList(c) => c.item.sizes(out),
-            Column::Struct(c) => c.sizes(out),
-            _ => out.push(self.len()),
+            Column::FixedList(c) => c.item.buffers(out),
+            Column::Struct(c) => c.buffers(out),
         }
     }
 
-    /// The capacities of the buffers that [`Column::sizes`] measures, in its order.
-    #[cfg(test)]
-    pub fn capacities(&self, out: &mut Vec<usize>) {
-        match self {
-            Column::Utf8(c) => out.extend([c.offsets.capacity() - 1, c.values.capacity()]),
-            Column::Bool(c) => out.push(c.values.capacity()),
-            Column::Int8(c) => out.push(c.values.capacity()),
-            Column::Int32(c) => out.push(c.values.capacity()),
-            Column::Int64(c) => out.push(c.values.capacity()),
-            Column::Float32(c) => out.push(c.values.capacity()),
-            Column::List(c) => {
-                out.push(c.offsets.capacity() - 1);
-                c.item.capacities(out);
-            }
-            Column::FixedList(c) => c.item.capacities(out),
-            Column::Struct(c) => {
-                for column in &c.columns {
-                    column.capacities(out);
-                }
-            }
-        }
-    }
-
-    /// Reserves room for `scale` times the sizes [`Column::sizes`] wrote (read from `sizes`
+    /// Reserves room for `scale` times the lengths [`Column::buffers`] gave (read from `sizes`
     /// in the same order), so that a batch's buffers grow without being copied.
     pub fn reserve(&mut self, sizes: &mut std::slice::Iter<'_, usize>, scale: f64) {
         let mut next = || (sizes.next().copied().unwrap_or(0) as f64 * scale) as usize;
@@ -687,10 +671,10 @@ impl StructColumn {
         self.len += other.len;
     }
 
-    /// Its fields' sizes ([`Column::sizes`]).
-    pub fn sizes(&self, out: &mut Vec<usize>) {
+    /// Its fields' buffers ([`Column::buffers`]).
+    pub fn buffers(&self, out: &mut Vec<[usize; 2]>) {
         for column in &self.columns {
-            column.sizes(out);
+            column.buffers(out);
         }
     }
 

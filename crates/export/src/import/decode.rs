@@ -238,26 +238,21 @@ impl Rows {
         self.root.len()
     }
 
-    /// The sizes of its columns' buffers, for [`Rows::reserve`].
+    /// `[length, capacity]` of its columns' buffers ([`StructColumn::buffers`]).
+    fn buffers(&self) -> Vec<[usize; 2]> {
+        let mut buffers = Vec::new();
+        self.root.buffers(&mut buffers);
+        buffers
+    }
+
+    /// The lengths of its columns' buffers, for [`Rows::reserve`].
     pub fn sizes(&self) -> Vec<usize> {
-        let mut sizes = Vec::new();
-        self.root.sizes(&mut sizes);
-        sizes
+        self.buffers().iter().map(|[length, _]| *length).collect()
     }
 
     /// Reserves `scale` times the `sizes` that [`Rows::sizes`] gave for rows of the same table.
     pub fn reserve(&mut self, sizes: &[usize], scale: f64) {
         self.root.reserve(&mut sizes.iter(), scale);
-    }
-
-    /// The capacities of its columns' buffers, in the order of [`Rows::sizes`].
-    #[cfg(test)]
-    fn capacities(&self) -> Vec<usize> {
-        let mut capacities = Vec::new();
-        for column in &self.root.columns {
-            column.capacities(&mut capacities);
-        }
-        capacities
     }
 
     /// The rows as a batch of the table's schema.
@@ -940,7 +935,13 @@ mod tests {
         let sizes = first.sizes();
         let mut second = Rows::new(&schema).expect("rows");
         second.reserve(&sizes, 1.0);
-        let reserved = second.capacities();
+        let capacities = |rows: &Rows| -> Vec<usize> {
+            rows.buffers()
+                .iter()
+                .map(|[_, capacity]| *capacity)
+                .collect()
+        };
+        let reserved = capacities(&second);
         assert!(
             reserved.iter().zip(&sizes).all(|(c, s)| c >= s),
             "{reserved:?} {sizes:?}"
@@ -948,7 +949,7 @@ mod tests {
         for _ in 0..3 {
             second.qa(&bytes, IDS, &codes).expect("decodes");
         }
-        assert_eq!(second.capacities(), reserved, "a buffer grew");
+        assert_eq!(capacities(&second), reserved, "a buffer grew");
         assert_eq!(second.sizes(), sizes);
         let (first, second) = (
             first.finish().expect("batch"),
