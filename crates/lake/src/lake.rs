@@ -110,6 +110,9 @@ pub struct TableWrite<'a> {
     commit: StageCommit,
     /// Whether a replace uses deletion vectors (the table's [`TableDef::deletion_vectors`]).
     deletion_vectors: bool,
+    /// How many files an append or overwrite of an existing table writes at once (1: Delta's
+    /// own writer, one task).
+    writers: usize,
 }
 
 impl Lake {
@@ -436,6 +439,7 @@ impl Lake {
             mode: WriteMode::Append,
             commit: StageCommit::new("manual"),
             deletion_vectors: table_def(table).is_some_and(|def| def.deletion_vectors),
+            writers: 1,
         }
     }
 
@@ -709,6 +713,16 @@ impl TableWrite<'_> {
         self
     }
 
+    /// Encodes an append or overwrite of an existing table into up to `writers` data files at
+    /// once, on rayon's threads (`written.rs`), instead of on Delta's one writer task; still
+    /// one commit. The batches are split in order into runs of about equal rows, so this pays when
+    /// there are at least `writers` batches and the encoding, not the computing of the rows,
+    /// is what the write waits for (an import's decoded rows).
+    pub fn writers(mut self, writers: usize) -> Self {
+        self.writers = writers.max(1);
+        self
+    }
+
     /// Sets the provenance recorded in the commit.
     pub fn commit(mut self, commit: StageCommit) -> Self {
         self.commit = commit;
@@ -788,6 +802,38 @@ impl TableWrite<'_> {
             };
             self.lake.keep_replaced(name, version, ids, kept);
             return Ok(version);
+        }
+        let parallel = matches!(self.mode, WriteMode::Append | WriteMode::Overwrite)
+            && self.writers > 1
+            && batches.len() > 1
+            && table.version().is_some();
+        if parallel {
+            let schema = self.lake.table_schema(name)?;
+            let folder = self.lake.written_folder(name);
+            let rows = self
+                .lake
+                .write_files(&folder, &schema, batches, self.writers)
+                .await;
+            let committed = match rows {
+                Ok(rows) => {
+                    crate::written::commit(
+                        self.lake,
+                        &table,
+                        &folder,
+                        rows,
+                        &self.mode,
+                        &self.commit,
+                        self.deletion_vectors,
+                    )
+                    .await
+                }
+                Err(e) => Err(e),
+            };
+            if committed.is_err() {
+                // Nothing names the files: they go now, not at the next vacuum.
+                let _ = self.lake.discard_written(&folder).await;
+            }
+            return committed;
         }
         let builder = table
             .write(batches)

@@ -16,7 +16,9 @@
 //!          (decode.rs) ─▶ Arrow columns (columns.rs), their buffers reserved in proportion
 //!          to the last batch of the table (`Sizes`), so that they do not grow by copying
 //!        ─▶ one batch per group
-//!   ─▶ one append per table and chunk, running while the next chunk is read and decoded
+//!   ─▶ one append per table and chunk, running while the next chunk is read and decoded:
+//!        its batches encoded into one Parquet file per decoding thread, at once, and
+//!        committed together (`TableWrite::writers`)
 //! ```
 //!
 //! Idempotent and resumable: a study already in a table is skipped (a study's rows are one
@@ -654,12 +656,15 @@ async fn flush(
     // One chunk's appends at a time, while the next chunk is read and decoded.
     settle(pending, summary).await?;
     let (lake, commit) = (lake.clone(), commit.clone());
+    // As many files as the decoder has threads: encoding them is as much work as decoding.
+    let writers = rayon::current_num_threads();
     *pending = Some(tokio::spawn(async move {
         let mut rows = Vec::new();
         let mut commits = 0;
         for (table, batches, count) in writes {
             lake.write(table)
                 .commit(commit.clone())
+                .writers(writers)
                 .execute(batches)
                 .await?;
             commits += 1;

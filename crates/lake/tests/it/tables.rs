@@ -674,6 +674,103 @@ async fn files_written_elsewhere_are_committed_here_with_statistics() {
     assert_eq!(count("SELECT count(*) FROM reports").await, vec![5]);
 }
 
+/// The `w-*` folders of `table` in the lake at `dir` (committed or not).
+fn written_folders(dir: &std::path::Path, table: &str) -> usize {
+    std::fs::read_dir(dir.join(table))
+        .expect("table folder")
+        .filter(|entry| {
+            let name = entry.as_ref().expect("entry").file_name();
+            name.to_string_lossy().starts_with("w-")
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn a_write_on_several_writers_is_one_commit_of_a_file_per_writer() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = Lake::open_url(dir.path().to_str().expect("utf8")).expect("open");
+    lake.init().await.expect("init");
+    lake.write("reports")
+        .execute(vec![reports(&[0, 1, 2], "first")])
+        .await
+        .expect("append");
+    let before = lake.table("reports").await.expect("table").version();
+
+    // Seven rows in three batches on two writers: two files (3 + 4 rows, in order), one commit.
+    let batches = vec![
+        reports(&[10, 11, 12], "second"),
+        reports(&[13, 14], "second"),
+        reports(&[15, 16], "second"),
+    ];
+    let version = lake
+        .write("reports")
+        .writers(2)
+        .execute(batches)
+        .await
+        .expect("append on two writers");
+    assert_eq!(Some(version), before.map(|v| v + 1));
+    assert_eq!(files(&lake, "reports").await.len(), 3);
+    assert_eq!(
+        study_bounds(&lake, "reports").await,
+        vec![
+            ("s000".to_string(), "s002".to_string()),
+            ("s010".to_string(), "s012".to_string()),
+            ("s013".to_string(), "s016".to_string()),
+        ]
+    );
+    assert_eq!(
+        texts(
+            &lake,
+            "SELECT text FROM reports WHERE study_id >= 's010' ORDER BY study_id"
+        )
+        .await,
+        (10..17).map(|i| format!("second {i}")).collect::<Vec<_>>()
+    );
+
+    // An overwrite on two writers replaces every row.
+    lake.write("reports")
+        .overwrite()
+        .writers(2)
+        .execute(vec![reports(&[20], "third"), reports(&[21], "third")])
+        .await
+        .expect("overwrite on two writers");
+    assert_eq!(
+        texts(&lake, "SELECT text FROM reports ORDER BY study_id").await,
+        vec!["third 20", "third 21"]
+    );
+
+    // Rows without the table's columns: refused, nothing committed, no files left behind.
+    let version = lake.table("reports").await.expect("table").version();
+    let folders = written_folders(dir.path(), "reports");
+    let bad = RecordBatch::try_new(
+        Arc::new(Schema::new(vec![Field::new(
+            "study_id",
+            DataType::Utf8,
+            false,
+        )])),
+        vec![Arc::new(StringArray::from(vec!["s030"]))],
+    )
+    .expect("batch");
+    let refused = lake
+        .write("reports")
+        .writers(2)
+        .execute(vec![reports(&[31], "fourth"), bad])
+        .await
+        .expect_err("a batch without the table's columns");
+    assert!(
+        matches!(refused, LakeError::Written { .. })
+            && refused
+                .to_string()
+                .contains("without the column patient_id"),
+        "{refused}"
+    );
+    assert_eq!(
+        lake.table("reports").await.expect("table").version(),
+        version
+    );
+    assert_eq!(written_folders(dir.path(), "reports"), folders);
+}
+
 /// Rows `(study_id, [(answer_id, text)])` with a box per part, as the lake's nested tables hold
 /// them: `answers` is a `list<struct<answer_id, text, boxes>>`.
 async fn parts(rows: &str) -> RecordBatch {
