@@ -714,7 +714,7 @@ impl TableWrite<'_> {
     }
 
     /// Encodes an append or overwrite of an existing table into up to `writers` data files at
-    /// once, on rayon's threads (`written.rs`), instead of on Delta's one writer task; still
+    /// once, on the lake's encoder threads (`written.rs`), instead of on Delta's one writer task; still
     /// one commit. The batches are split in order into runs of about equal rows, so this pays when
     /// there are at least `writers` batches and the encoding, not the computing of the rows,
     /// is what the write waits for (an import's decoded rows).
@@ -810,25 +810,22 @@ impl TableWrite<'_> {
         if parallel {
             let schema = self.lake.table_schema(name)?;
             let folder = self.lake.written_folder(name);
-            let rows = self
-                .lake
-                .write_files(&folder, &schema, batches, self.writers)
-                .await;
-            let committed = match rows {
-                Ok(rows) => {
-                    crate::written::commit(
-                        self.lake,
-                        &table,
-                        &folder,
-                        rows,
-                        &self.mode,
-                        &self.commit,
-                        self.deletion_vectors,
-                    )
-                    .await
-                }
-                Err(e) => Err(e),
-            };
+            let committed = async {
+                let rows = (self.lake)
+                    .write_files(&folder, &schema, batches, self.writers)
+                    .await?;
+                crate::written::commit(
+                    self.lake,
+                    &table,
+                    &folder,
+                    rows,
+                    &self.mode,
+                    &self.commit,
+                    self.deletion_vectors,
+                )
+                .await
+            }
+            .await;
             if committed.is_err() {
                 // Nothing names the files: they go now, not at the next vacuum.
                 let _ = self.lake.discard_written(&folder).await;

@@ -14,8 +14,9 @@
 //! ```
 //!
 //! The lake writes such folders itself too: an append or overwrite with several writers
-//! ([`crate::TableWrite::writers`]) encodes its batches into one file per writer, on as many
-//! threads, and commits them the same way (Delta's own writer encodes on one task).
+//! ([`crate::TableWrite::writers`]) encodes its batches into one file per writer, at once on
+//! the lake's encoder threads, and commits them the same way (Delta's own writer encodes on one
+//! task).
 //!
 //! A run killed between the files and the commit leaves files no commit names: orphans, which
 //! `cxrlake vacuum` removes once they are older than the retention period.
@@ -105,7 +106,7 @@ impl Lake {
     }
 
     /// Writes `batches` (rows of a table of `schema`, cast to it where they differ) into
-    /// `folder` as up to `writers` Parquet files, encoded at once on rayon's threads: the
+    /// `folder` as up to `writers` Parquet files, encoded at once on [`encoders`]: the
     /// batches split in order into runs of about equal rows. The rows written.
     pub(crate) async fn write_files(
         &self,
@@ -128,18 +129,18 @@ impl Lake {
             }
             encoding.push(encoded);
         }
+        let refused = |detail: String| LakeError::Written {
+            table: folder.table.clone(),
+            folder: folder.url.to_string(),
+            detail,
+        };
+        // Every file encoded before any is stored: rows that cannot be encoded leave nothing.
         let mut files = Vec::new();
         for encoded in encoding {
-            let encoded = encoded.await.map_err(|e| LakeError::Written {
-                table: folder.table.clone(),
-                folder: folder.url.to_string(),
-                detail: format!("a file's encoding stopped: {e}"),
-            })?;
-            files.push(encoded.map_err(|detail| LakeError::Written {
-                table: folder.table.clone(),
-                folder: folder.url.to_string(),
-                detail,
-            })?);
+            let encoded = encoded
+                .await
+                .map_err(|e| refused(format!("a file's encoding stopped: {e}")))?;
+            files.push(encoded.map_err(refused)?);
         }
         for (name, bytes) in files {
             self.store()
