@@ -5,10 +5,10 @@ use std::time::Instant;
 
 use datafusion::prelude::SessionContext;
 
-/// The allocator of the `cxrlake` binary (mimalloc), so that bench figures are the CLI's. Every
+/// The allocator of the `cxrlake` binary (jemalloc), so that bench figures are the CLI's. Every
 /// bench binary uses this crate, so it links this allocator.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// The number in the environment variable `name`, else `default`.
 pub fn env_number(name: &str, default: usize) -> usize {
