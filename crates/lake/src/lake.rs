@@ -763,7 +763,11 @@ impl TableWrite<'_> {
         };
         if !is_new {
             match table.load().await {
-                Ok(()) | Err(DeltaTableError::NotATable(_)) => {}
+                // Kept, so that the next write loads only the commits made after it: from an
+                // older snapshot every append of an import read all of the import's commits
+                // again, many at once, each on a blocking thread of its own.
+                Ok(()) => self.lake.remember(name, &table),
+                Err(DeltaTableError::NotATable(_)) => {}
                 Err(err) => return Err(LakeError::delta(name, err)),
             }
         }
@@ -851,6 +855,7 @@ impl TableWrite<'_> {
         };
         let table = builder.await.map_err(|e| LakeError::delta(name, e))?;
         crate::commit::committed();
+        self.lake.remember(name, &table);
         Ok(table.version().unwrap_or(0))
     }
 }
