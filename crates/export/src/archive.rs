@@ -375,11 +375,13 @@ mod tests {
             );
             assert!(archive.by_index_raw(n).expect("raw").header_start() >= hole);
         }
-        let mut imported = crate::import::members::Member::read(&mut archive, members - 1)
-            .expect("read")
-            .expect("a release member");
+        let mut stored = Vec::new();
+        let mut imported =
+            crate::import::members::Member::read(&mut archive, members - 1, &mut stored)
+                .expect("read")
+                .expect("a release member");
         assert_eq!(imported.study_id, format!("s{}", 50_000_000 + members - 1));
-        assert!(imported.inflate().is_ok());
+        assert!(imported.inflate(&stored, &mut Vec::new()).is_ok());
 
         let script = "import sys, zipfile\n\
             z = zipfile.ZipFile(sys.argv[1])\n\

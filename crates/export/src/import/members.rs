@@ -1,5 +1,11 @@
 //! Members of a release zip: read as stored (still compressed) in archive order by one reader,
 //! inflated and checked later by whichever thread decodes them.
+//!
+//! A chunk's members keep their stored bytes in one buffer of the chunk ([`Member::read`]
+//! appends to it; the reader reuses it for the next chunk), and a decoding thread inflates its
+//! members one after another into one buffer of its own ([`Member::inflate`]): no allocation
+//! per member (with two allocations per member, of every size from tens to hundreds of KiB and
+//! the stored ones freed on other threads than the reader's, the import took 2.5 % more CPU).
 
 use std::io::Read;
 
@@ -53,7 +59,8 @@ pub(crate) struct Member {
     /// The study id its file name gives, and the patient id of its folder.
     pub study_id: String,
     pub patient_id: String,
-    stored: Vec<u8>,
+    /// Where its stored bytes lie in its chunk's buffer.
+    stored: std::ops::Range<usize>,
     /// Why the stored bytes could not be read whole.
     unreadable: Option<String>,
     method: CompressionMethod,
@@ -63,11 +70,13 @@ pub(crate) struct Member {
 }
 
 impl Member {
-    /// Reads member `index` of `archive` as stored; `None` for folders and files that are not
-    /// release members (the error: the zip cannot be read there).
+    /// Reads member `index` of `archive` as stored, its bytes appended to `stored` (its
+    /// chunk's buffer); `None` for folders and files that are not release members (the error:
+    /// the zip cannot be read there).
     pub fn read<R: Read + std::io::Seek>(
         archive: &mut zip::ZipArchive<R>,
         index: usize,
+        stored: &mut Vec<u8>,
     ) -> zip::result::ZipResult<Option<Member>> {
         let mut entry = archive.by_index_raw(index)?;
         if entry.is_dir() {
@@ -76,8 +85,9 @@ impl Member {
         let Some((kind, patient_id, study_id)) = member_ids(entry.name()) else {
             return Ok(None);
         };
-        let mut stored = Vec::with_capacity(entry.compressed_size() as usize);
-        let mut unreadable = entry.read_to_end(&mut stored).err().map(|e| e.to_string());
+        let start = stored.len();
+        stored.reserve(usize::try_from(entry.compressed_size()).unwrap_or(0));
+        let mut unreadable = entry.read_to_end(stored).err().map(|e| e.to_string());
         if entry.encrypted() {
             unreadable = Some("encrypted".into());
         }
@@ -87,7 +97,7 @@ impl Member {
             kind,
             study_id,
             patient_id,
-            stored,
+            stored: start..stored.len(),
             unreadable,
             method,
             crc32: entry.crc32(),
@@ -95,36 +105,35 @@ impl Member {
         }))
     }
 
-    /// The member's bytes, inflated and checked against its CRC-32 (the stored bytes are
-    /// dropped); the error gives why, and the bytes as far as they could be inflated.
-    pub fn inflate(&mut self) -> Result<Vec<u8>, (String, Vec<u8>)> {
-        let stored = std::mem::take(&mut self.stored);
-        let (content, read) = match self.method {
+    /// The member's bytes (its stored bytes in `chunk`, its chunk's buffer) inflated into
+    /// `content` (cleared first) and checked against its CRC-32; the error says why they cannot
+    /// be used, `content` then holding the bytes as far as they could be inflated.
+    pub fn inflate(&mut self, chunk: &[u8], content: &mut Vec<u8>) -> Result<(), String> {
+        let stored = chunk.get(self.stored.clone()).unwrap_or_default();
+        content.clear();
+        let read = match self.method {
             _ if self.unreadable.is_some() => {
-                (stored, Err(self.unreadable.take().unwrap_or_default()))
+                content.extend_from_slice(stored);
+                Err(self.unreadable.take().unwrap_or_default())
             }
-            CompressionMethod::Stored => (stored, Ok(())),
-            CompressionMethod::Deflated => {
-                let mut content = Vec::new();
-                let read = inflate(&stored, self.size, &mut content);
-                (content, read)
+            CompressionMethod::Stored => {
+                content.extend_from_slice(stored);
+                Ok(())
             }
-            other => (
-                stored,
-                Err(format!("compression method {other} is not supported")),
-            ),
+            CompressionMethod::Deflated => inflate(stored, self.size, content),
+            other => {
+                content.extend_from_slice(stored);
+                Err(format!("compression method {other} is not supported"))
+            }
         };
-        let checked = read.and_then(|()| {
-            if content.len() as u64 == self.size && crc32fast::hash(&content) == self.crc32 {
+        read.and_then(|()| {
+            if content.len() as u64 == self.size && crc32fast::hash(content) == self.crc32 {
                 Ok(())
             } else {
                 Err("invalid checksum or size".to_string())
             }
-        });
-        match checked {
-            Ok(()) => Ok(content),
-            Err(error) => Err((format!("unreadable member: {error}"), content)),
-        }
+        })
+        .map_err(|error| format!("unreadable member: {error}"))
     }
 }
 

@@ -10,9 +10,9 @@
 //! qa.zip ── *.qa.json ─decode (layout::QA_FILE)─▶ qa (rating = question_quality.rating)
 //!
 //! each zip: one reader takes the members as stored (compressed), in order, into chunks
-//!   (≤ CHUNK_STUDIES studies or CHUNK_BYTES inflated bytes)
+//!   (≤ CHUNK_STUDIES studies or CHUNK_BYTES inflated bytes; their stored bytes in one buffer)
 //!   ─▶ groups of one kind (≈ GROUP_BYTES), on every core (rayon):
-//!        inflate + CRC-32 (members.rs) ─▶ JSON pull reader (json.rs) driven by the layout
+//!        inflate + CRC-32 (members.rs, one buffer per group) ─▶ JSON pull reader (json.rs) driven by the layout
 //!          (decode.rs) ─▶ Arrow columns (columns.rs), their buffers reserved in proportion
 //!          to the last batch of the table (`Sizes`), so that they do not grow by copying
 //!        ─▶ one batch per group
@@ -418,7 +418,7 @@ async fn import_zip(
     let file = File::open(path).map_err(|e| import_error(path, e.to_string()))?;
     let mut archive = zip::ZipArchive::new(BufReader::new(file))
         .map_err(|e| import_error(path, format!("not a readable zip: {e}")))?;
-    let mut chunk: Vec<Member> = Vec::new();
+    let mut chunk = Chunk::default();
     let mut bytes = 0u64;
     let mut studies = HashSet::new();
     let mut pending: Pending = None;
@@ -434,19 +434,22 @@ async fn import_zip(
     let mut decoding = std::time::Duration::ZERO;
     for index in 0..archive.len() {
         let read_started = Instant::now();
-        let member = Member::read(&mut archive, index)
+        let stored_before = chunk.stored.len();
+        let member = Member::read(&mut archive, index, &mut chunk.stored)
             .map_err(|e| import_error(path, format!("member {index}: {e}")))?;
         let Some(member) = member else {
+            chunk.stored.truncate(stored_before);
             continue;
         };
         if present.holds(&source, &member) {
+            chunk.stored.truncate(stored_before);
             summary.present += 1;
             continue;
         }
         reading += read_started.elapsed();
         bytes += member.size;
         studies.insert(member.study_id.clone());
-        chunk.push(member);
+        chunk.members.push(member);
         if studies.len() >= import.chunk_studies || bytes >= CHUNK_BYTES {
             let decode_started = Instant::now();
             flush(&target, &mut chunk, present, summary, &mut pending).await?;
@@ -496,6 +499,14 @@ struct Target<'a> {
     release: &'a Release,
     commit: &'a StageCommit,
     sizes: &'a Sizes,
+}
+
+/// The members read for the next flush, and their stored bytes (one buffer, kept for the next
+/// chunk: see `members.rs`).
+#[derive(Debug, Default)]
+struct Chunk {
+    members: Vec<Member>,
+    stored: Vec<u8>,
 }
 
 /// Uncompressed member bytes decoded into one batch, about.
@@ -567,8 +578,14 @@ impl Sizes {
     }
 }
 
-/// Inflates and decodes a group of members of one kind into one batch of its table.
-fn decode_group(release: &Release, sizes: &Sizes, members: Vec<Member>) -> Result<Decoded> {
+/// Inflates and decodes a group of members of one kind (their stored bytes in `stored`) into
+/// one batch of its table.
+fn decode_group(
+    release: &Release,
+    sizes: &Sizes,
+    stored: &[u8],
+    members: Vec<Member>,
+) -> Result<Decoded> {
     let table = members.first().map_or("qa", |m| m.kind.table());
     let schema = cxrlake_schemas::table(table)
         .map(|def| (def.schema)())
@@ -583,14 +600,15 @@ fn decode_group(release: &Release, sizes: &Sizes, members: Vec<Member>) -> Resul
         studies: Vec::new(),
         rejected: Vec::new(),
     };
+    // One buffer for the group's members, inflated one after another.
+    let mut content = Vec::new();
     for mut member in members {
-        let read = member.inflate().and_then(|content| {
-            let read = release.decode(&mut rows, &member, &content);
-            read.map_err(|reason| (reason, content))
-        });
+        let read = member
+            .inflate(stored, &mut content)
+            .and_then(|()| release.decode(&mut rows, &member, &content));
         match read {
             Ok(_) => decoded.studies.push(member.study_id),
-            Err((reason, bytes)) => decoded.rejected.push((member.name, reason, bytes)),
+            Err(reason) => decoded.rejected.push((member.name, reason, content.clone())),
         }
     }
     decoded.rows = rows.len() as u64;
@@ -606,7 +624,7 @@ fn decode_group(release: &Release, sizes: &Sizes, members: Vec<Member>) -> Resul
 /// go to quarantine.
 async fn flush(
     target: &Target<'_>,
-    chunk: &mut Vec<Member>,
+    chunk: &mut Chunk,
     present: &mut Present,
     summary: &mut ImportSummary,
     pending: &mut Pending,
@@ -618,14 +636,16 @@ async fn flush(
         commit,
         sizes,
     } = *target;
-    let members = std::mem::take(chunk);
+    let members = std::mem::take(&mut chunk.members);
     if members.is_empty() {
         return Ok(());
     }
+    let stored = chunk.stored.as_slice();
     let decoded: Vec<Decoded> = groups(members)
         .into_par_iter()
-        .map(|group| decode_group(release, sizes, group))
+        .map(|group| decode_group(release, sizes, stored, group))
         .collect::<Result<_>>()?;
+    chunk.stored.clear();
     let mut tables: BTreeMap<&'static str, (Vec<RecordBatch>, u64)> = BTreeMap::new();
     let mut rejected = Vec::new();
     for group in decoded {
