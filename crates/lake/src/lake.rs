@@ -812,7 +812,12 @@ impl TableWrite<'_> {
             && batches.len() > 1
             && table.version().is_some();
         if parallel {
-            let schema = self.lake.table_schema(name)?;
+            // The declared schema, else (a table cxrlake does not declare) the table's own.
+            let schema = match (self.lake.table_schema(name), table.snapshot()) {
+                (Ok(schema), _) => schema,
+                (Err(_), Ok(snapshot)) => snapshot.snapshot().arrow_schema(),
+                (Err(err), Err(_)) => return Err(err),
+            };
             let folder = self.lake.written_folder(name);
             let committed = async {
                 let rows = (self.lake)

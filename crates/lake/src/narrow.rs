@@ -162,7 +162,7 @@ impl TableProvider for NarrowScan {
         let partitions = state.config().target_partitions().max(1);
         let mut groups: Vec<(u64, Vec<PartitionedFile>)> = vec![(0, Vec::new()); partitions];
         let mut files = self.files.clone();
-        files.sort_by(|a, b| b.size.cmp(&a.size));
+        files.sort_by_key(|file| std::cmp::Reverse(file.size));
         for file in files {
             let mut part = PartitionedFile::new(file.path, file.size);
             if let Some(plan) = file.plan {

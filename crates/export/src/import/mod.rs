@@ -608,7 +608,9 @@ fn decode_group(
             .and_then(|()| release.decode(&mut rows, &member, &content));
         match read {
             Ok(_) => decoded.studies.push(member.study_id),
-            Err(reason) => decoded.rejected.push((member.name, reason, content.clone())),
+            Err(reason) => decoded
+                .rejected
+                .push((member.name, reason, content.clone())),
         }
     }
     decoded.rows = rows.len() as u64;

@@ -886,3 +886,57 @@ async fn a_narrowed_nested_column_reads_the_same_rows_and_only_its_fields() {
         .expect_err("not a list");
     assert!(err.to_string().contains("not a list of structs"), "{err}");
 }
+
+#[tokio::test]
+async fn a_write_on_several_writers_keeps_statistics_for_top_level_columns_only() {
+    use datafusion::parquet::file::reader::{FileReader, SerializedFileReader};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = Lake::open_url(dir.path().to_str().expect("utf8")).expect("open");
+    lake.init().await.expect("init");
+    let first = parts(&study("s1", &[(1, "a"), (2, "b")])).await;
+    let second = parts(&study("s2", &[(3, "c")])).await;
+    lake.create_table("nested", first.schema())
+        .await
+        .expect("create");
+    lake.write("nested")
+        .writers(2)
+        .execute(vec![first, second])
+        .await
+        .expect("write on two writers");
+
+    let uris = files(&lake, "nested").await;
+    assert_eq!(uris.len(), 2, "{uris:?}");
+    for uri in uris {
+        let path = uri.strip_prefix("file://").unwrap_or(&uri);
+        let file = std::fs::File::open(path).expect("data file");
+        let reader = SerializedFileReader::new(file).expect("parquet");
+        let group = reader.metadata().row_group(0);
+        let with: Vec<(String, bool)> = group
+            .columns()
+            .iter()
+            .map(|c| (c.column_path().string(), c.statistics().is_some()))
+            .collect();
+        // study_id has its minimum and maximum; answer_id, text and the boxes' values none.
+        assert_eq!(
+            with,
+            vec![
+                ("study_id".to_string(), true),
+                ("answers.list.element.answer_id".to_string(), false),
+                ("answers.list.element.text".to_string(), false),
+                (
+                    "answers.list.element.boxes.list.element.list.element".to_string(),
+                    false
+                ),
+            ],
+            "{path}"
+        );
+    }
+    assert_eq!(
+        texts(
+            &lake,
+            "SELECT answers[2]['text'] AS t FROM nested WHERE study_id = 's1'"
+        )
+        .await,
+        vec!["b"]
+    );
+}
