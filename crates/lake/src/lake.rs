@@ -813,10 +813,9 @@ impl TableWrite<'_> {
             && table.version().is_some();
         if parallel {
             // The declared schema, else (a table cxrlake does not declare) the table's own.
-            let schema = match (self.lake.table_schema(name), table.snapshot()) {
-                (Ok(schema), _) => schema,
-                (Err(_), Ok(snapshot)) => snapshot.snapshot().arrow_schema(),
-                (Err(err), Err(_)) => return Err(err),
+            let schema = match self.lake.table_schema(name) {
+                Ok(schema) => schema,
+                Err(err) => table.snapshot().map_err(|_| err)?.snapshot().arrow_schema(),
             };
             let folder = self.lake.written_folder(name);
             let committed = async {
