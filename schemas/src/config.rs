@@ -7,7 +7,8 @@ use datafusion_common::config::ConfigExtension;
 use datafusion_common::extensions_options;
 
 extensions_options! {
-    /// Settings that change what cxrlake does; the README's Configuration table lists every key.
+    /// Settings that change what cxrlake does; `docs/configuration.md` lists every key, generated
+    /// from these declarations.
     pub struct CxrlakeConfig {
         /// Root URL of the lake: a folder, file://, memory://, s3://, gs:// or az://.
         pub lake: String, default = "./lake".to_string()
