@@ -46,13 +46,15 @@ pub fn settings_table() -> String {
 /// the global flags named after a key (`--lake`, `--engine`).
 fn flags_by_key() -> Vec<(String, String)> {
     let command = Cli::command();
+    let keys: Vec<String> = CxrlakeConfig::default()
+        .entries()
+        .into_iter()
+        .map(|e| e.key)
+        .collect();
     let mut out = Vec::new();
     for arg in command.get_arguments() {
         if let Some(long) = arg.get_long()
-            && CxrlakeConfig::default()
-                .entries()
-                .iter()
-                .any(|e| e.key == long)
+            && keys.iter().any(|key| key == long)
         {
             out.push((long.to_string(), format!("--{long}")));
         }

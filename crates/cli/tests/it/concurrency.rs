@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
 use crate::snapshot::Snapshot;
-use crate::{cxrlake, ok};
+use crate::{copy_dir, cxrlake, ok};
 
 /// Studies in the synthetic corpus: small, so a debug run takes seconds.
 const STUDIES: &str = "8";
@@ -73,20 +73,6 @@ fn race(lake: &Path, a: &[&str], b: &[&str]) -> [(Output, u32); 2] {
         (first.wait_with_output().expect("wait a"), first_pid),
         (second.wait_with_output().expect("wait b"), second_pid),
     ]
-}
-
-/// Copies the folder `from` to `to` (a lake: Delta logs and data files, `_cxrlake`).
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("create copy");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("dir entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy file");
-        }
-    }
 }
 
 /// An initialized empty lake at `<dir>/lake` and a synthetic corpus at `<dir>/corpus`.

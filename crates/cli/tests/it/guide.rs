@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::ok;
+use crate::{copy_dir, ok};
 
 /// The repository's root.
 fn repository() -> PathBuf {
@@ -44,11 +44,11 @@ fn fixture() -> &'static Path {
                 .output()
                 .expect("run cxrlake demo"));
             for folder in ["refdefs", "templates", "prompts"] {
-                copy(&repository().join(folder), &work.join(folder));
+                copy_dir(&repository().join(folder), &work.join(folder));
             }
             let corpus = work.join("corpus");
             let data = work.join("data");
-            copy(&corpus.join("files"), &data.join("mimic-cxr/files"));
+            copy_dir(&corpus.join("files"), &data.join("mimic-cxr/files"));
             for entry in std::fs::read_dir(&corpus).expect("corpus") {
                 let path = entry.expect("entry").path();
                 if path.to_string_lossy().ends_with(".csv.gz") {
@@ -57,29 +57,15 @@ fn fixture() -> &'static Path {
                     std::fs::copy(&path, data.join("mimic-cxr-jpg").join(name)).expect("copy");
                 }
             }
-            copy(&corpus.join("imagenome"), &data.join("chest-imagenome"));
-            copy(&corpus.join("cxas"), &data.join("cxas"));
-            copy(
+            copy_dir(&corpus.join("imagenome"), &data.join("chest-imagenome"));
+            copy_dir(&corpus.join("cxas"), &data.join("cxas"));
+            copy_dir(
                 &work.join("release"),
                 &data.join("mimic-ext-cxr-qba/1.0.0"),
             );
             dir
         })
         .path()
-}
-
-/// Copies the folder `from` to `to`, recursively.
-fn copy(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
-        let entry = entry.expect("dir entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
 }
 
 /// A fenced block of a page: its info string and its text.
@@ -123,7 +109,7 @@ fn run_page(page: &str) -> usize {
     let markdown = std::fs::read_to_string(repository().join(page)).expect("page");
     let dir = tempfile::tempdir().expect("tempdir");
     let work = dir.path().join("work");
-    copy(fixture(), &work);
+    copy_dir(fixture(), &work);
     let data = format!("{}/data/", work.display());
     let mut script = String::from(
         "set -eo pipefail\nset -x\n\

@@ -30,7 +30,7 @@ use std::time::{Instant, SystemTime};
 
 use cxrlake_lake::Lake;
 
-use crate::{cxrlake, ingested_lake, ok};
+use crate::{copy_dir, cxrlake, ingested_lake, ok};
 
 /// The fault-injection knob (`cxrlake_lake::commit::FAULT_KILL_AFTER_COMMITS`).
 const KNOB: &str = cxrlake_lake::commit::FAULT_KILL_AFTER_COMMITS;
@@ -67,20 +67,6 @@ fn cxrlake_run(lake: &Path, args: &[&str], kill_after: Option<usize>) -> Output 
         command.env(KNOB, k.to_string());
     }
     command.output().expect("run cxrlake")
-}
-
-/// Copies the folder `from` to `to` (recursively).
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read dir") {
-        let entry = entry.expect("dir entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("file type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).expect("copy");
-        }
-    }
 }
 
 /// The commit files (`<table>/_delta_log/*.json`) of the lake at `lake`.

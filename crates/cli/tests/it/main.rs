@@ -31,6 +31,20 @@ pub(crate) fn cxrlake(lake: &std::path::Path, args: &[&str]) -> std::process::Ou
         .expect("run cxrlake")
 }
 
+/// Copies the folder `from` to `to`, recursively (a lake: Delta logs, data files, `_cxrlake`).
+pub(crate) fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display())) {
+        let entry = entry.expect("dir entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
 /// The single number `SELECT count(*) …` gives, through `run` (`cxrlake` on some lake).
 pub(crate) fn count_by(run: &dyn Fn(&[&str]) -> std::process::Output, sql: &str) -> u64 {
     let out = ok(run(&["sql", sql, "--format", "csv"]));
