@@ -14,3 +14,4 @@ SELECT s.split AS split,
 FROM release_images i
 JOIN release_studies s ON s.study_id = i.study_id
 LEFT JOIN levels l ON l.study_id = i.study_id AND l.image_id = i.image_id
+ORDER BY i.patient_id, i.study_id, i.image_id

@@ -16,3 +16,4 @@ SELECT count(*) AS "patient.total_studies",
        s.patient_id
 FROM studies s JOIN questions q ON q.patient_id = s.patient_id
 GROUP BY s.patient_id
+ORDER BY s.patient_id

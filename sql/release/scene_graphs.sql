@@ -11,3 +11,4 @@ SELECT g.patient_id, g.study_id, g.sentences,
        keep_images(g.study_img_localization_quality, s.image_ids) AS study_img_localization_quality,
        g.extractor, g.embedder, s.split
 FROM scene_graphs g JOIN release_studies s ON g.study_id = s.study_id
+ORDER BY g.study_id

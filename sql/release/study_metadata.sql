@@ -24,3 +24,4 @@ FROM release_studies s
 JOIN images i ON i.study_id = s.study_id
 JOIN questions q ON q.study_id = s.study_id
 LEFT JOIN release_scene_graphs g ON g.study_id = s.study_id
+ORDER BY s.patient_id, s.study_id

@@ -19,7 +19,7 @@
 //! Every member gets the same fixed timestamp (1980-01-01 00:00) and Unix mode 0644, so an
 //! archive's bytes depend on its members only.
 
-use std::io::{self, Seek, Write};
+use std::io::{self, Read, Seek, Write};
 
 use flate2::Compression;
 use flate2::write::DeflateEncoder;
@@ -43,6 +43,10 @@ const DOS_TIME: u16 = 0;
 const UNIX_FILE_0644: u32 = 0o100_644 << 16;
 /// Header id of the ZIP64 extended information extra field.
 const ZIP64_EXTRA_ID: u16 = 0x0001;
+/// A local header's fixed part (4.3.7), before the name.
+const LOCAL_HEADER_LEN: u64 = 30;
+/// The ZIP64 field of a local header: id, length, size and compressed size.
+const LOCAL_ZIP64_EXTRA_LEN: u64 = 4 + 16;
 
 /// One member's name and deflated bytes, made on any thread.
 #[derive(Debug)]
@@ -223,6 +227,45 @@ impl<W: Write> ZipWriter<W> {
         Ok(())
     }
 
+    /// Whether the members were added in name order.
+    pub fn in_name_order(&self) -> bool {
+        self.entries.windows(2).all(|w| w[0].name <= w[1].name)
+    }
+
+    /// Finishes the archive in `out` instead, with the members in name order: `source` reads
+    /// what this writer wrote (its output, flushed here), each member's local header and data
+    /// are copied from it in order, then the central directory follows. An archive's bytes then
+    /// depend only on its members, not on the order in which they were added.
+    pub fn finish_in_name_order<R, O>(mut self, mut source: R, out: O) -> io::Result<O>
+    where
+        R: Read + Seek,
+        O: Write + Seek,
+    {
+        self.out.flush()?;
+        let mut sorted = ZipWriter::new(out)?;
+        let mut entries = std::mem::take(&mut self.entries);
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        for mut entry in entries {
+            let zip64 = !fits32(entry.size) || !fits32(entry.compressed);
+            let header = LOCAL_HEADER_LEN
+                + entry.name.len() as u64
+                + if zip64 { LOCAL_ZIP64_EXTRA_LEN } else { 0 };
+            source.seek(io::SeekFrom::Start(entry.offset))?;
+            let length = header + entry.compressed;
+            let copied = io::copy(&mut (&mut source).take(length), &mut sorted.out)?;
+            if copied != length {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("zip member {}: {copied} of {length} bytes", entry.name),
+                ));
+            }
+            entry.offset = sorted.position;
+            sorted.position += copied;
+            sorted.entries.push(entry);
+        }
+        sorted.finish()
+    }
+
     /// Writes the central directory and the end records; returns the output.
     pub fn finish(mut self) -> io::Result<W> {
         let start = self.position;
@@ -304,7 +347,7 @@ impl<W: Write> ZipWriter<W> {
 #[cfg(test)]
 mod tests {
     use std::fs::File;
-    use std::io::{BufWriter, Read, SeekFrom};
+    use std::io::{BufWriter, Cursor, Read, SeekFrom};
 
     use super::*;
 
@@ -329,8 +372,32 @@ mod tests {
     }
 
     #[test]
+    fn members_added_in_any_order_make_the_same_bytes_in_name_order() {
+        let write = |order: &[usize]| -> Vec<u8> {
+            let mut writer = ZipWriter::new(Cursor::new(Vec::new())).expect("writer");
+            for &n in order {
+                writer.add(member(n)).expect("add");
+            }
+            if writer.in_name_order() {
+                return writer.finish().expect("finish").into_inner();
+            }
+            let written = writer.out.get_ref().clone();
+            writer
+                .finish_in_name_order(Cursor::new(written), Cursor::new(Vec::new()))
+                .expect("sorted")
+                .into_inner()
+        };
+        let in_order = write(&[0, 1, 2, 3]);
+        assert_eq!(write(&[2, 0, 3, 1]), in_order);
+        assert_eq!(write(&[3, 2, 1, 0]), in_order);
+        let mut archive = zip::ZipArchive::new(Cursor::new(in_order)).expect("zip");
+        assert_eq!(archive.len(), 4);
+        assert!(read_member(&mut archive, 2).contains("\"n\":2"));
+    }
+
+    #[test]
     fn a_small_archive_has_no_zip64_records_and_reads_back() {
-        let mut writer = ZipWriter::new(io::Cursor::new(Vec::new())).expect("writer");
+        let mut writer = ZipWriter::new(Cursor::new(Vec::new())).expect("writer");
         for n in 0..3 {
             writer.add(member(n)).expect("add");
         }
@@ -339,7 +406,7 @@ mod tests {
             !bytes.windows(4).any(|w| w == b"PK\x06\x06"),
             "no ZIP64 end record"
         );
-        let mut archive = zip::ZipArchive::new(io::Cursor::new(bytes)).expect("zip");
+        let mut archive = zip::ZipArchive::new(Cursor::new(bytes)).expect("zip");
         assert_eq!(archive.len(), 3);
         assert_eq!(
             archive.name_for_index(1),

@@ -169,7 +169,7 @@ pub(crate) async fn each_json_row(
     frame: DataFrame,
     mut each: impl FnMut(Value) -> Result<()>,
 ) -> Result<()> {
-    let mut stream = frame.execute_stream().await?;
+    let mut stream = crate::scan::ordered_stream(frame).await?;
     while let Some(batch) = stream.next().await {
         let batch = batch?;
         if batch.num_rows() == 0 {

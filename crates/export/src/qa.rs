@@ -164,7 +164,7 @@ pub(crate) async fn question_stream(
     frame: DataFrame,
     filter: Option<&str>,
 ) -> Result<SendableRecordBatchStream> {
-    let projected = async { frame.select_exprs(&projection())?.execute_stream().await };
+    let projected = async { crate::scan::ordered_stream(frame.select_exprs(&projection())?).await };
     Ok(match filter {
         Some(filter) => projected.await.map_err(filter_error(TABLE, filter))?,
         None => projected.await?,

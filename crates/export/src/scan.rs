@@ -8,8 +8,48 @@ use cxrlake_distributed::Engine;
 use cxrlake_lake::Lake;
 use datafusion::dataframe::DataFrame;
 use datafusion::error::DataFusionError;
+use datafusion::execution::SendableRecordBatchStream;
+use datafusion::physical_plan::EmptyRecordBatchStream;
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use futures::StreamExt;
 
 use crate::error::{ExportError, Result};
+
+/// `frame`'s rows in an order that depends only on its inputs: its partitions one after the
+/// other, each computed ahead in the background (two batches deep), instead of interleaved as
+/// they finish. The same lake then always exports the same bytes (row order of Parquet, CSV and
+/// JSON files).
+pub(crate) async fn ordered_stream(
+    frame: DataFrame,
+) -> datafusion::error::Result<SendableRecordBatchStream> {
+    let schema = std::sync::Arc::clone(frame.schema().inner());
+    let mut partitions = frame.execute_stream_partitioned().await?;
+    if partitions.len() <= 1 {
+        return Ok(partitions
+            .pop()
+            .unwrap_or_else(|| Box::pin(EmptyRecordBatchStream::new(schema))));
+    }
+    let receivers: Vec<_> = partitions
+        .into_iter()
+        .map(|mut partition| {
+            let (sender, receiver) = tokio::sync::mpsc::channel(2);
+            tokio::spawn(async move {
+                while let Some(batch) = partition.next().await {
+                    if sender.send(batch).await.is_err() {
+                        break;
+                    }
+                }
+            });
+            receiver
+        })
+        .collect();
+    let batches = futures::stream::iter(receivers).flat_map(|receiver| {
+        futures::stream::unfold(receiver, |mut receiver| async move {
+            receiver.recv().await.map(|batch| (batch, receiver))
+        })
+    });
+    Ok(Box::pin(RecordBatchStreamAdapter::new(schema, batches)))
+}
 
 /// A session over `lake` with cxrlake's SQL functions (ordered ratings, the release functions),
 /// whatever factory the caller opened the lake with.
@@ -17,7 +57,17 @@ pub(crate) async fn session(lake: &Lake) -> Result<datafusion::prelude::SessionC
     let lake = lake
         .clone()
         .with_session_factory(cxrlake_udfs::session_context_on);
-    Ok(lake.session().await?)
+    let ctx = lake.session().await?;
+    // Joins keep their probe side's partitions (no hash repartitioning), so that
+    // [`ordered_stream`] gives rows in an order that depends on the lake alone: the release's
+    // joins pair large tables with small ones (its studies, images), which are built once.
+    ctx.state_ref()
+        .write()
+        .config_mut()
+        .options_mut()
+        .optimizer
+        .repartition_joins = false;
+    Ok(ctx)
 }
 
 /// `ctx` (a [`session`] of `lake`) on the lake's engine (the `engine` setting): itself for a

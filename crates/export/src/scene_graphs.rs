@@ -136,11 +136,10 @@ pub(crate) async fn write_scene_graphs(
     sink: Arc<Sink>,
 ) -> Result<Written> {
     let mut stream = match filter {
-        Some(filter) => frame
-            .execute_stream()
+        Some(filter) => crate::scan::ordered_stream(frame)
             .await
             .map_err(filter_error(TABLE, filter))?,
-        None => frame.execute_stream().await?,
+        None => crate::scan::ordered_stream(frame).await?,
     };
     let mut checker = RowChecker::default();
     let mut writers = Writers::default();

@@ -8,8 +8,9 @@
 //! archive: .qa.zip.<pid>.tmp ── finish: central directory (ZIP64 where needed) ──rename──▶ qa.zip
 //! ```
 //!
-//! Compression runs on every core; only the append to the archive is serial. Members are in
-//! the order batches complete, each batch's in scan order. The archive format is
+//! Compression runs on every core; only the append to the archive is serial. Members are
+//! appended in the order batches complete; when that is not name order, `finish` copies them
+//! into name order, so an archive's bytes depend only on its members. The archive format is
 //! [`crate::archive`]'s.
 
 use std::fs::File;
@@ -128,9 +129,29 @@ impl ZipSink {
     pub fn finish(&self) -> Result<u64> {
         let mut guard = self.writer.lock().map_err(|_| ExportError::Poisoned)?;
         let writer = guard.take().ok_or(ExportError::Poisoned)?;
-        // finish flushes; the file is closed before the rename.
-        drop(writer.finish().map_err(io_error(&self.temp))?);
-        std::fs::rename(&self.temp, &self.target).map_err(io_error(&self.target))?;
+        if writer.in_name_order() {
+            // finish flushes; the file is closed before the rename.
+            drop(writer.finish().map_err(io_error(&self.temp))?);
+            std::fs::rename(&self.temp, &self.target).map_err(io_error(&self.target))?;
+        } else {
+            // Batches finished out of order: the members are copied in name order, so that the
+            // same rows always make the same bytes.
+            let sorted = self.temp.with_extension("sorted");
+            let source = File::open(&self.temp).map_err(io_error(&self.temp))?;
+            let finished = File::create(&sorted).and_then(|out| {
+                writer.finish_in_name_order(std::io::BufReader::new(source), BufWriter::new(out))
+            });
+            let _ = std::fs::remove_file(&self.temp);
+            match finished {
+                // The file is flushed and closed before the rename.
+                Ok(out) => drop(out),
+                Err(e) => {
+                    let _ = std::fs::remove_file(&sorted);
+                    return Err(io_error(&sorted)(e));
+                }
+            }
+            std::fs::rename(&sorted, &self.target).map_err(io_error(&self.target))?;
+        }
         let bytes = std::fs::metadata(&self.target)
             .map_err(io_error(&self.target))?
             .len();

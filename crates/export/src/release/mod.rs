@@ -675,7 +675,9 @@ async fn write_scan(
         Some(filter) => filter_error("qa", filter)(err),
         None => ExportError::DataFusion(err),
     };
-    let source = frame.execute_stream().await.map_err(source_error)?;
+    let source = crate::scan::ordered_stream(frame)
+        .await
+        .map_err(source_error)?;
     let subset = Arc::new(Broadcast::new(source.schema()));
     ctx.deregister_table("release_qa")?;
     ctx.register_table("release_qa", Arc::clone(&subset) as Arc<dyn TableProvider>)?;

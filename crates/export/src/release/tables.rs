@@ -153,7 +153,8 @@ pub(crate) async fn write_table(
     csv: Option<&Path>,
     pandas_index: bool,
 ) -> Result<TableFiles> {
-    write_stream(frame.execute_stream().await?, parquet, csv, pandas_index).await
+    let rows = crate::scan::ordered_stream(frame).await?;
+    write_stream(rows, parquet, csv, pandas_index).await
 }
 
 /// [`write_table`] of a query already started.
