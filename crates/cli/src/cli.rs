@@ -411,6 +411,17 @@ impl Command {
 }
 
 impl ExportCommand {
+    /// The flavour it exports (`None`: MIMIC-Ext-CXR-QBA itself).
+    fn flavour(&self) -> Option<&'static str> {
+        match self {
+            Self::SceneGraphs { .. } | Self::Qa { .. } | Self::Release { .. } => None,
+            Self::Gemex { .. } => Some("gemex"),
+            Self::MimicCxrVqa { .. } => Some("mimic_cxr_vqa"),
+            Self::Rexvqa { .. } => Some("rexvqa"),
+            Self::Givcxr { .. } => Some("givcxr"),
+        }
+    }
+
     /// The output folder.
     fn out(&self) -> &std::path::Path {
         match self {
@@ -795,6 +806,9 @@ impl Cli {
             }
             Command::Export { what } => {
                 lake.require_initialized().await?;
+                if let Some(flavour) = what.flavour() {
+                    refuse_stale_flavour(&lake, flavour, out).await?;
+                }
                 let folder = Output::open(what.out(), &lake).await?;
                 let dir = &folder.path();
                 match what {
@@ -893,6 +907,46 @@ impl Cli {
             Command::Demo(options) => demo(&lake, options, !self.quiet, out).await,
         }
     }
+}
+
+/// Refuses to export `flavour` when a run with the lake's settings would recompute any of its
+/// stages (a refdefs edit, a changed setting, an upstream stage rerun): the export would ship
+/// rows that the lake's own settings no longer produce. When the check itself cannot run (the
+/// lake's stored definitions folder is gone on this machine), says so and exports.
+async fn refuse_stale_flavour(lake: &Lake, flavour: &str, out: &mut dyn Write) -> Result<()> {
+    let pipeline = match cxrlake_pipeline::Pipeline::open(lake.clone()).await {
+        Ok(pipeline) => pipeline,
+        Err(e) => {
+            return say(
+                out,
+                format_args!(
+                    "note: not checked whether {flavour} is up to date ({})",
+                    CliError::from(e).one_line()
+                ),
+            );
+        }
+    };
+    let plan = pipeline.plan(false).await?;
+    let stale: Vec<String> = plan
+        .stages
+        .iter()
+        .filter(|s| {
+            !s.scope.is_empty()
+                && cxrlake_pipeline::flavours::owning(s.stage).is_some_and(|f| f.name == flavour)
+        })
+        .map(|s| {
+            let why = s.reasons.first().map_or("", String::as_str);
+            format!("{} ({}: {why})", s.stage, s.scope.describe())
+        })
+        .collect();
+    if stale.is_empty() {
+        return Ok(());
+    }
+    Err(CliError::Stale(format!(
+        "{flavour} is not up to date with the lake's settings and definitions: {}. Run \
+         `cxrlake run --flavour {flavour}` first (`cxrlake plan` says what it recomputes)",
+        stale.join("; ")
+    )))
 }
 
 /// Writes one line of user-facing output.
@@ -1493,10 +1547,14 @@ pub struct SettingsArgs {
     /// localize: boxes smaller than this many square pixels are dropped [key: min_area]
     #[arg(long, value_name = "PIXELS")]
     pub min_area: Option<f64>,
-    /// Dataset flavours to build besides MIMIC-Ext-CXR-QBA, e.g. gemex (repeatable or comma
-    /// separated; `--flavour ''` for none) [key: flavours]
+    /// Add a dataset flavour to build besides MIMIC-Ext-CXR-QBA, e.g. gemex (repeatable or comma
+    /// separated); the lake keeps the flavours it was given before [key: flavours]
     #[arg(long = "flavour", value_name = "NAME")]
     pub flavours: Vec<String>,
+    /// Stop building a flavour (repeatable or comma separated; `all` for every one); its tables
+    /// stay, and `plan` and `status` still say whether they are up to date
+    #[arg(long = "no-flavour", value_name = "NAME")]
+    pub no_flavours: Vec<String>,
     /// Generation backend of the flavours: offline or llm [key: generator; default: llm with
     /// --llm-endpoint]
     #[arg(long, value_name = "NAME", value_parser = ["offline", "llm"])]
@@ -1572,10 +1630,6 @@ impl SettingsArgs {
             ("extractor", self.extractor.clone()),
             ("judge", self.judge.clone()),
             ("generator", self.generator.clone()),
-            (
-                "flavours",
-                (!self.flavours.is_empty()).then(|| self.flavours.join(",")),
-            ),
             ("llm_endpoint", self.llm_endpoint.clone()),
             ("llm_model", self.model.clone()),
             (
@@ -1659,6 +1713,9 @@ impl SettingsArgs {
         for (key, value) in self.assignments()? {
             builder = builder.set(key, &value)?;
         }
+        builder = builder
+            .add_flavours(&self.flavours)
+            .remove_flavours(&self.no_flavours);
         Ok(builder.open().await?)
     }
 }

@@ -45,6 +45,10 @@ pub enum CliError {
     /// The command line was valid but the request cannot be done as asked.
     #[error("{0}")]
     Usage(String),
+    /// An export of a flavour whose tables are older than what the lake's settings and
+    /// definitions would build now.
+    #[error("{0}")]
+    Stale(String),
     /// The command ran, but `--strict` turns what it quarantined into a failure (exit 1).
     #[error("{0}")]
     Strict(String),

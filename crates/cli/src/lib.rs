@@ -9,5 +9,5 @@ pub mod error;
 pub mod evaluate;
 mod folders;
 pub mod output;
-pub mod reference;
 pub mod refdefs;
+pub mod reference;

@@ -33,7 +33,11 @@ pub fn settings_table() -> String {
             .map(|(_, flag)| format!("`{flag}`"))
             .unwrap_or_default();
         let env = format!("`CXRLAKE_{}`", key.to_uppercase());
-        let meaning = entry.description.split_whitespace().collect::<Vec<_>>().join(" ");
+        let meaning = entry
+            .description
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         out.push_str(&format!(
             "| `{key}` | {default} | {kept} | {flag} | {env} | {} |\n",
             meaning.replace('|', "\\|")

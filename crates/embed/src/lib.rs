@@ -26,8 +26,8 @@ pub use similarity::{cosine, l2_normalize};
 /// A text embedding model.
 pub trait Embedder: Send + Sync + std::fmt::Debug {
     /// Stable id of the model and its settings, e.g. `"lexical-1-d1024"` or
-    /// `"onnx:all-MiniLM-L6-v2@<sha256 prefix of model file>"`; part of caches and fingerprints,
-    /// so it changes exactly when the embeddings would.
+    /// `"onnx:all-MiniLM-L6-v2@<model sha256 prefix>+<tokenizer sha256 prefix>/max128"`; part
+    /// of caches and fingerprints, so it changes exactly when the embeddings would.
     fn id(&self) -> &str;
     /// Length of every embedding vector.
     fn dimension(&self) -> usize;

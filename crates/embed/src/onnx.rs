@@ -48,6 +48,8 @@ pub struct OnnxEmbedder {
     dimension: usize,
     batch_size: usize,
     model_sha256: String,
+    /// sha256 of tokenizer.json (hex): another tokenizer gives other vectors.
+    tokenizer_sha256: String,
     max_length: usize,
     id: String,
 }
@@ -68,7 +70,8 @@ impl std::fmt::Debug for OnnxEmbedder {
 impl OnnxEmbedder {
     /// Loads `model_onnx` and `tokenizer_json`; texts are truncated to `max_length` tokens.
     ///
-    /// The id is `onnx:<model file stem>@<sha256 prefix>/max<max_length>`; name the model with
+    /// The id is `onnx:<model file stem>@<model sha256 prefix>+<tokenizer sha256
+    /// prefix>/max<max_length>`; name the model with
     /// [`OnnxEmbedder::with_model_name`] when its file is just `model.onnx`.
     pub fn load(model_onnx: &Path, tokenizer_json: &Path, max_length: usize) -> Result<Self> {
         if max_length == 0 {
@@ -81,6 +84,12 @@ impl OnnxEmbedder {
             source,
         })?;
         let model_sha256 = hex::encode(Sha256::digest(&model_bytes));
+        let tokenizer_sha256 = std::fs::read(tokenizer_json)
+            .map(|bytes| hex::encode(Sha256::digest(&bytes)))
+            .map_err(|source| EmbedError::Io {
+                path: tokenizer_json.to_path_buf(),
+                source,
+            })?;
 
         let mut tokenizer =
             Tokenizer::from_file(tokenizer_json).map_err(|e| EmbedError::Tokenizer {
@@ -160,6 +169,7 @@ impl OnnxEmbedder {
             dimension,
             batch_size: DEFAULT_BATCH_SIZE,
             model_sha256,
+            tokenizer_sha256,
             max_length,
             id: String::new(),
         };
@@ -190,8 +200,13 @@ impl OnnxEmbedder {
     }
 
     fn set_id(&mut self, name: &str) {
-        let prefix = &self.model_sha256[..SHA_PREFIX_LEN.min(self.model_sha256.len())];
-        self.id = format!("onnx:{name}@{prefix}/max{}", self.max_length);
+        let prefix = |sha: &str| sha[..SHA_PREFIX_LEN.min(sha.len())].to_string();
+        self.id = format!(
+            "onnx:{name}@{}+{}/max{}",
+            prefix(&self.model_sha256),
+            prefix(&self.tokenizer_sha256),
+            self.max_length
+        );
     }
 
     /// Token embeddings for BERTScore-style metrics: the model's last hidden state at every

@@ -271,9 +271,10 @@ mod tests {
             .expect("free again");
         // The heartbeat keeps a lease fresh past its stale time.
         second.release().await.expect("release");
-        let short = Duration::from_millis(400);
+        // Wide enough margins for a loaded machine (two test processes on two cores).
+        let short = Duration::from_millis(1_500);
         let held = lake.acquire_lease("run", short).await.expect("held");
-        tokio::time::sleep(Duration::from_millis(900)).await;
+        tokio::time::sleep(Duration::from_millis(3_500)).await;
         assert!(
             lake.acquire_lease("ingest", short).await.is_err(),
             "renewed"
@@ -301,7 +302,7 @@ mod tests {
         let held = lake.acquire_lease("run", short).await.expect("held again");
         // A holder that stopped beating (killed elsewhere) is taken over after the stale time.
         held.heartbeat.abort();
-        tokio::time::sleep(Duration::from_millis(600)).await;
+        tokio::time::sleep(short + Duration::from_millis(500)).await;
         let taken = lake
             .acquire_lease("ingest", short)
             .await

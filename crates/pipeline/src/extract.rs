@@ -31,8 +31,8 @@ use crate::refdefs::mentions;
 use crate::scope::Scope;
 use crate::sql::{Statement, collect};
 use crate::stage::{
-    Chunking, Coverage, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef, StageReport, Writes,
-    recipe_functions,
+    Chunking, Coverage, LlmRequests, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef,
+    StageReport, Writes, recipe_functions,
 };
 
 /// The stage's declaration.
@@ -78,6 +78,18 @@ pub fn extractor_id(pipeline: &Pipeline) -> Result<String> {
 impl Stage for Extract {
     fn def(&self) -> &'static StageDef {
         &DEF
+    }
+
+    /// One per report, FINDINGS/IMPRESSION cluster and indication (listings 1, 3 and 5).
+    fn llm_requests(&self) -> Option<LlmRequests> {
+        Some(LlmRequests {
+            backend: "extractor",
+            rows: "SELECT study_id FROM reports \
+                   UNION ALL SELECT study_id FROM (SELECT DISTINCT study_id, cluster_id \
+                       FROM sentences WHERE section_type IN ('FINDINGS', 'IMPRESSION')) \
+                   UNION ALL SELECT DISTINCT study_id FROM sentences \
+                       WHERE section_type = 'INDICATION'",
+        })
     }
 
     async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {

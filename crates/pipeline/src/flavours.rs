@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use cxrlake_lake::{Lake, Settings};
+
 use crate::error::{PipelineError, Result};
 use crate::stage::Stage;
 
@@ -70,6 +72,60 @@ pub fn selected(names: &str) -> Result<Vec<&'static Flavour>> {
         }
     }
     Ok(out)
+}
+
+/// Applies `--flavour` (`add`) and `--no-flavour` (`remove`) to the kept list
+/// (`cxrlake.flavours`, the lake's stored one unless given): a flavour is added or removed, the
+/// others stay. Unknown names list the flavours.
+pub fn keep(settings: &mut Settings, add: &[String], remove: &[String]) -> Result<()> {
+    if add.is_empty() && remove.is_empty() {
+        return Ok(());
+    }
+    let mut kept: Vec<&str> = selected(&settings.cxrlake.flavours)?
+        .iter()
+        .map(|f| f.name)
+        .collect();
+    for flavour in selected(&add.join(","))? {
+        if !kept.contains(&flavour.name) {
+            kept.push(flavour.name);
+        }
+    }
+    if remove.iter().any(|name| name.trim() == "all") {
+        kept.clear();
+    } else {
+        let removed = selected(&remove.join(","))?;
+        kept.retain(|name| !removed.iter().any(|f| f.name == *name));
+    }
+    // In FLAVOURS order, so that the same set is stored as the same text.
+    let text = FLAVOURS
+        .iter()
+        .filter(|f| kept.contains(&f.name))
+        .map(|f| f.name)
+        .collect::<Vec<_>>()
+        .join(",");
+    settings.set("flavours", &text)?;
+    Ok(())
+}
+
+/// Whether the lake holds a table that one of `flavour`'s stages wrote (its own first output).
+pub async fn built(lake: &Lake, flavour: &Flavour) -> Result<bool> {
+    for stage in (flavour.stages)() {
+        if let Some(table) = stage.def().outputs.first() {
+            let history = match lake.history(table, Some(2_000)).await {
+                Ok(history) => history,
+                Err(cxrlake_lake::LakeError::NoSuchTable { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let name = stage.def().name;
+            if history
+                .iter()
+                .any(|c| c.stage.as_ref().is_some_and(|s| s.stage == name))
+            {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
 }
 
 /// The flavour whose stages include `stage`, if any.

@@ -136,9 +136,10 @@ pub struct Plan {
     pub qa_pairs: usize,
     /// QA pairs of the studies whose QA pairs are (were) regenerated.
     pub qa_pairs_touched: usize,
-    /// Judge calls an LLM judge could make at most (5 per touched QA pair); 0 for the heuristic
-    /// judge, whose verdicts cost no call.
-    pub llm_calls: usize,
+    /// LLM requests a run could send at most, by stage (only stages that send any): the LLM
+    /// judge's 5 per touched QA pair, and one per row of every other LLM-backed stage's
+    /// [`Stage::llm_requests`] over the studies it recomputes (retries aside).
+    pub llm_calls: Vec<(&'static str, usize)>,
     /// Whether this records a run (else a plan).
     pub ran: bool,
 }
@@ -156,10 +157,26 @@ impl Plan {
         } else {
             "to regenerate"
         };
+        let calls: usize = self.llm_calls.iter().map(|(_, n)| n).sum();
+        let by_stage = if self.llm_calls.is_empty() {
+            String::new()
+        } else {
+            let parts: Vec<String> = self
+                .llm_calls
+                .iter()
+                .map(|(stage, n)| format!("{stage} {n}"))
+                .collect();
+            format!(" ({})", parts.join(", "))
+        };
         format!(
-            "QA pairs {verb}: {} of {}; LLM judge calls: at most {}",
-            self.qa_pairs_touched, self.qa_pairs, self.llm_calls
+            "QA pairs {verb}: {} of {}; LLM calls: at most {calls}{by_stage}",
+            self.qa_pairs_touched, self.qa_pairs
         )
+    }
+
+    /// LLM requests in all.
+    pub fn total_llm_calls(&self) -> usize {
+        self.llm_calls.iter().map(|(_, n)| n).sum()
     }
 
     /// The settings lines (empty when no setting changed).
@@ -385,7 +402,7 @@ async fn decide(
             }
         }
     }
-    let now = stage.definitions(pipeline).await?;
+    let now = crate::stage::identity(stage, pipeline).await?;
     stage
         .rescope(pipeline, &fingerprint, &now, &mut plan)
         .await?;
@@ -448,31 +465,90 @@ fn settings_lines(pipeline: &Pipeline) -> Vec<String> {
 pub(crate) async fn plan(pipeline: &Pipeline, full: bool) -> Result<Plan> {
     let mut planned: HashMap<&'static str, Scope> = HashMap::new();
     let mut stages = Vec::new();
+    // A lake imported from the release: the core stages are not rebuilt (`Pipeline::run` runs
+    // only the flavours'), so they pass nothing on.
+    let imported = pipeline.imported("scene_graphs").await;
     for stage in pipeline.stages() {
-        let decision = decide(pipeline, stage.as_ref(), full, &planned).await?;
-        planned.insert(stage.def().name, decision.scope.clone());
+        let name = stage.def().name;
+        if imported && crate::flavours::owning(name).is_none() {
+            planned.insert(name, Scope::none());
+            stages.push(StagePlan::new(name));
+            continue;
+        }
+        let mut decision = decide(pipeline, stage.as_ref(), full, &planned).await?;
+        if pipeline.is_held(name)
+            && !decision.scope.is_empty()
+            && let Some(flavour) = crate::flavours::owning(name)
+        {
+            decision.note(format!(
+                "not run: flavour {0} is no longer kept (cxrlake.flavours); `cxrlake run \
+                 --flavour {0}` updates it, and `cxrlake export` refuses it while stale",
+                flavour.name
+            ));
+        }
+        planned.insert(name, decision.scope.clone());
         stages.push(decision);
     }
     let qa_scope = planned.get("qa").cloned().unwrap_or_default();
     let (studies, qa_pairs, touched) = counts(pipeline, &qa_scope, None).await?;
     Ok(Plan {
-        settings: settings_lines(pipeline),
-        stages,
         studies,
         qa_pairs,
         qa_pairs_touched: touched,
-        llm_calls: llm_calls(pipeline, touched),
+        llm_calls: llm_calls(pipeline, &stages, touched).await?,
+        settings: settings_lines(pipeline),
+        stages,
         ran: false,
     })
 }
 
-/// At most 5 judge calls per touched QA pair with an LLM judge; none with the heuristic one.
-fn llm_calls(pipeline: &Pipeline, touched: usize) -> usize {
-    if pipeline.config().judge == "llm" {
-        5 * touched
-    } else {
-        0
+/// The LLM requests of `stages` (their scopes), by stage: at most 5 judge calls per touched QA
+/// pair with an LLM judge, and for every other stage whose backend is `llm`, the rows of its
+/// [`Stage::llm_requests`] query over its scope.
+async fn llm_calls(
+    pipeline: &Pipeline,
+    stages: &[StagePlan],
+    touched: usize,
+) -> Result<Vec<(&'static str, usize)>> {
+    let mut out = Vec::new();
+    let ctx = pipeline.lake().session().await?;
+    // A flavour no longer kept is planned but not run.
+    let runs = stages
+        .iter()
+        .filter(|s| !s.scope.is_empty() && !pipeline.is_held(s.stage));
+    for plan in runs {
+        if plan.stage == "judge" {
+            if pipeline.config().judge == "llm" && touched > 0 {
+                out.push((plan.stage, 5 * touched));
+            }
+            continue;
+        }
+        let Some(requests) = pipeline.stage(plan.stage)?.llm_requests() else {
+            continue;
+        };
+        if pipeline.settings().get(requests.backend).as_deref() != Some("llm") {
+            continue;
+        }
+        let filter = match &plan.scope {
+            Scope::All => String::new(),
+            Scope::Studies(ids) => format!(
+                " WHERE study_id IN ({})",
+                ids.iter()
+                    .map(|s| format!("'{}'", s.replace('\'', "''")))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        let sql = format!(
+            "SELECT count(*) FROM ({}) AS requests{filter}",
+            requests.rows
+        );
+        let calls = count(&ctx, plan.stage, &sql).await?;
+        if calls > 0 {
+            out.push((plan.stage, calls));
+        }
     }
+    Ok(out)
 }
 
 /// Runs every stage of `names` that is not up to date over the studies it must recompute (all
@@ -528,11 +604,11 @@ pub(crate) async fn run(
     );
     Ok(Plan {
         settings,
+        llm_calls: llm_calls(pipeline, &stages, touched).await?,
         stages,
         studies,
         qa_pairs,
         qa_pairs_touched: touched,
-        llm_calls: llm_calls(pipeline, touched),
         ran: true,
     })
 }

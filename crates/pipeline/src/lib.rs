@@ -50,6 +50,6 @@ pub use runner::RUN_SCOPE_TABLE;
 pub use scope::Scope;
 pub use sql::{Statement, sql_hash, statements};
 pub use stage::{
-    ChunkInfo, Chunking, Coverage, HookTable, Metrics, Prepared, RunHooks, RunMode, Stage,
-    StageDef, StageReport, Writes,
+    ChunkInfo, Chunking, Coverage, HookTable, LlmRequests, Metrics, Prepared, RunHooks, RunMode,
+    Stage, StageDef, StageReport, Writes,
 };

@@ -27,6 +27,8 @@ pub struct Pipeline {
     stored: Option<StoredRun>,
     run_id: String,
     stages: Vec<Arc<dyn Stage>>,
+    /// The stages of flavours the lake holds tables of but no longer keeps.
+    held: Vec<&'static str>,
     progress: bool,
     defs: RefDefs,
     templates: OnceLock<Arc<Templates>>,
@@ -55,6 +57,8 @@ pub struct PipelineBuilder {
     reuse_stored: bool,
     progress: bool,
     extra: Vec<Arc<dyn Stage>>,
+    add_flavours: Vec<String>,
+    remove_flavours: Vec<String>,
 }
 
 impl PipelineBuilder {
@@ -82,6 +86,19 @@ impl PipelineBuilder {
         self
     }
 
+    /// Keeps the flavours `names` besides the lake's (`--flavour`): the kept list grows.
+    pub fn add_flavours(mut self, names: &[String]) -> Self {
+        self.add_flavours.extend(names.iter().cloned());
+        self
+    }
+
+    /// Stops keeping the flavours `names` (`--no-flavour`): their tables stay, and `plan` and
+    /// `status` go on showing whether they are up to date.
+    pub fn remove_flavours(mut self, names: &[String]) -> Self {
+        self.remove_flavours.extend(names.iter().cloned());
+        self
+    }
+
     /// Adds a stage after the built-in ones.
     pub fn stage(mut self, stage: Arc<dyn Stage>) -> Self {
         self.extra.push(stage);
@@ -98,11 +115,22 @@ impl PipelineBuilder {
         if let (Some(stored), true) = (&stored, self.reuse_stored) {
             settings::apply_stored(&mut settings, stored)?;
         }
+        crate::flavours::keep(&mut settings, &self.add_flavours, &self.remove_flavours)?;
         settings::resolve_backends(&mut settings)?;
         let defs = load_refdefs(&settings.cxrlake)?;
         let mut stages = crate::stages::graph();
-        for flavour in crate::flavours::selected(&settings.cxrlake.flavours)? {
-            stages.extend((flavour.stages)());
+        let mut held = Vec::new();
+        let kept = crate::flavours::selected(&settings.cxrlake.flavours)?;
+        for flavour in crate::flavours::FLAVOURS {
+            if kept.iter().any(|f| f.name == flavour.name) {
+                stages.extend((flavour.stages)());
+            } else if crate::flavours::built(&lake, flavour).await? {
+                // Tables of a flavour no longer kept: planned (so `plan`, `status` and the
+                // exports see whether they are stale), never run by `cxrlake run`.
+                let flavour_stages = (flavour.stages)();
+                held.extend(flavour_stages.iter().map(|s| s.def().name));
+                stages.extend(flavour_stages);
+            }
         }
         stages.extend(self.extra);
         let mut names: Vec<&str> = stages.iter().map(|s| s.def().name).collect();
@@ -123,6 +151,7 @@ impl PipelineBuilder {
                 &uuid::Uuid::new_v4().simple().to_string()[..8]
             ),
             stages,
+            held,
             progress: self.progress,
             defs,
             templates: OnceLock::new(),
@@ -176,6 +205,8 @@ impl Pipeline {
             reuse_stored: true,
             progress: false,
             extra: Vec::new(),
+            add_flavours: Vec::new(),
+            remove_flavours: Vec::new(),
         }
     }
 
@@ -318,6 +349,12 @@ impl Pipeline {
         self.stages.iter().map(|s| s.def().name).collect()
     }
 
+    /// Whether stage `name` belongs to a flavour the lake holds tables of but no longer keeps
+    /// (`cxrlake.flavours`): planned, not run.
+    pub fn is_held(&self, name: &str) -> bool {
+        self.held.contains(&name)
+    }
+
     /// The stage `name`; an unknown name is an error listing the stages (a stage of a flavour
     /// not selected says which flavour to add).
     pub fn stage(&self, name: &str) -> Result<&Arc<dyn Stage>> {
@@ -405,6 +442,7 @@ impl Pipeline {
     /// them with `full`); `observe` sees each stage as it ends.
     pub async fn run(&self, full: bool, observe: &mut dyn FnMut(&StagePlan)) -> Result<Plan> {
         let mut names = self.stage_names();
+        names.retain(|name| !self.is_held(name));
         if self.imported("scene_graphs").await {
             // A lake imported from the release: only the flavours' stages can run.
             names = self.flavour_stages_over_import(&names).await?;
@@ -417,7 +455,7 @@ impl Pipeline {
     }
 
     /// Whether `table`'s newest commit is a release imported with `cxrlake import release`.
-    async fn imported(&self, table: &str) -> bool {
+    pub(crate) async fn imported(&self, table: &str) -> bool {
         self.lake
             .history(table, Some(1))
             .await

@@ -162,7 +162,7 @@ async fn run_chunks(
         code: CODE_VERSION.to_string(),
         sql: sql_hash(def.sql),
         inputs: inputs.into_iter().collect::<BTreeMap<_, _>>(),
-        definitions: stage.definitions(pipeline).await?,
+        definitions: crate::stage::identity(stage, pipeline).await?,
     };
     let mut prepared = stage.prepare(pipeline, mode).await?;
     let engine = stage_engine(lake, name, &prepared)?;

@@ -28,6 +28,7 @@ use crate::sql::collect;
 /// `allow_remote_llm`, API keys) are never reused: the PHI guard in particular must be given
 /// again on every run.
 pub const RESULT_KEYS: &[&str] = &[
+    "seed",
     "refdefs",
     "templates",
     "prompts",
@@ -55,6 +56,29 @@ pub const RESULT_KEYS: &[&str] = &[
     "givcxr_bbox_small",
     "givcxr_bbox_large",
 ];
+
+/// Settings that say where work runs or how it is split, never what it computes: a stage
+/// declares the ones it reads, and they stay out of its fingerprint (a rerun with another chunk
+/// size or server equals the old rows).
+pub const OPERATIONAL_KEYS: &[&str] = &[
+    "lake",
+    "engine",
+    "batch_size",
+    "chunk_patients",
+    "allow_remote_llm",
+    "llm_endpoint",
+    "llm_concurrency",
+    "llm_request_timeout",
+    "llm_api_key_env",
+    "llm_max_requests",
+    "llm_max_retries",
+];
+
+/// Settings a stage's fingerprint records through a backend id rather than as a value:
+/// `llm_model` is part of `extractor`, `judge` and `generator` when they are `llm`
+/// (`llm:<model>@<prompts version>`), and means nothing to the other backends.
+pub const BACKEND_PARTS: &[(&str, &[&str])] =
+    &[("llm_model", &["extractor", "judge", "generator"])];
 
 /// Settings that name a folder or file: stored as absolute paths, checked when reused.
 pub const PATH_KEYS: &[&str] = &[

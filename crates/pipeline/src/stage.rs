@@ -31,6 +31,7 @@ use crate::fingerprint::Fingerprint;
 use crate::incremental::StagePlan;
 use crate::pipeline::Pipeline;
 use crate::scope::Scope;
+use crate::settings;
 use crate::sql::Statement;
 
 /// How a stage splits its work.
@@ -86,7 +87,11 @@ pub struct StageDef {
     pub side_inputs: &'static [&'static str],
     /// Tables it writes (every `-- @table` of its SQL is one of them).
     pub outputs: &'static [&'static str],
-    /// The `cxrlake.*` settings it reads (they, or what they name, are in its fingerprint).
+    /// The `cxrlake.*` settings it reads. This is its identity ([`identity`]): the value of each
+    /// is in its fingerprint, except the operational ones
+    /// ([`OPERATIONAL_KEYS`](crate::settings::OPERATIONAL_KEYS)), the folders and files
+    /// ([`PATH_KEYS`](crate::settings::PATH_KEYS)), whose content versions
+    /// [`Stage::definitions`] gives, and `llm_model`, which the backend ids carry.
     pub settings: &'static [&'static str],
     /// How it splits its work.
     pub chunking: Chunking,
@@ -100,6 +105,45 @@ pub struct StageDef {
     /// Whether an edit of the definitions' synonyms alone can change its rows (extract and map
     /// read synonyms; localize, graph and qa see only mapped names and the structure).
     pub reads_synonyms: bool,
+}
+
+/// What `stage`'s rows depend on besides its input tables, by name: [`Stage::definitions`] (the
+/// identities of what it loads: refdefs fingerprint, templates and prompts versions, backend
+/// ids) and the value of every setting [`StageDef::settings`] declares, so that a declared
+/// setting cannot be left out of the fingerprint. Operational settings, folders and files
+/// (their content is in the definitions) and `llm_model` (in the backend ids) are not added as
+/// values. The pipeline's runner and planner read a stage's fingerprint only through here.
+pub async fn identity(stage: &dyn Stage, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
+    let def = stage.def();
+    let mut identity = stage.definitions(pipeline).await?;
+    for key in def.settings {
+        let value = pipeline.settings().get(key).ok_or_else(|| {
+            PipelineError::Config(format!(
+                "stage {} declares the setting {key}, which is not a cxrlake.* key",
+                def.name
+            ))
+        })?;
+        let by_backend = settings::BACKEND_PARTS.iter().any(|(part, _)| part == key);
+        if settings::OPERATIONAL_KEYS.contains(key)
+            || settings::PATH_KEYS.contains(key)
+            || by_backend
+        {
+            continue;
+        }
+        identity.entry((*key).to_string()).or_insert(value);
+    }
+    Ok(identity)
+}
+
+/// How many LLM requests a stage run sends ([`Stage::llm_requests`]).
+#[derive(Debug, Clone, Copy)]
+pub struct LlmRequests {
+    /// The setting naming the stage's backend (`extractor`, `generator`): requests are sent
+    /// when it is `llm`.
+    pub backend: &'static str,
+    /// SQL over the lake with one row, with its `study_id`, per request (retries aside); `plan`
+    /// counts the rows of the studies the run recomputes, as the lake holds them now.
+    pub rows: &'static str,
 }
 
 /// What a stage run computes with, built by [`Stage::prepare`].
@@ -261,9 +305,10 @@ pub trait Stage: fmt::Debug + Send + Sync {
         cxrlake_schemas::table(name).copied()
     }
 
-    /// What the stage's rows depend on besides its input tables, by name: the values of the
-    /// settings it reads and the identities of the definitions they name (refdefs fingerprint,
-    /// templates version, extractor id, …). Part of its fingerprint.
+    /// The identities of the definitions and backends the stage loads (refdefs fingerprint,
+    /// templates version, extractor id, …), one for each folder or file setting it declares.
+    /// With the values of its declared settings this is its fingerprint's `definitions`
+    /// ([`identity`]); an entry named after a setting replaces that setting's value.
     async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>>;
 
     /// The functions, parameters and per-run state of a run.
@@ -299,6 +344,12 @@ pub trait Stage: fmt::Debug + Send + Sync {
     ) -> Result<Option<(Scope, String)>> {
         let _ = (pipeline, table, since, now);
         Ok(None)
+    }
+
+    /// The LLM requests a run sends when the stage's backend is an LLM, for `plan`: `None` for
+    /// a stage that never asks one (the judge's calls are counted from the QA pairs it judges).
+    fn llm_requests(&self) -> Option<LlmRequests> {
+        None
     }
 
     /// A one-line summary of a run's report (the runner's generic one by default).

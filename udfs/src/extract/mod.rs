@@ -12,12 +12,14 @@
 //! `extract_observations` and `extract_indication` that `sql/extract.sql` calls
 //! ([`Naming::Step`]).
 
-/// Plan identity of a rules function: its name and the rules it runs.
+/// Plan identity of a rules function: its name and the definitions its rules were compiled
+/// from.
 macro_rules! rules_identity {
     ($func:ty) => {
         impl PartialEq for $func {
             fn eq(&self, other: &Self) -> bool {
-                self.name == other.name && std::sync::Arc::ptr_eq(&self.rules, &other.rules)
+                self.name == other.name
+                    && self.rules.defs_fingerprint() == other.rules.defs_fingerprint()
             }
         }
 
@@ -26,6 +28,7 @@ macro_rules! rules_identity {
         impl std::hash::Hash for $func {
             fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
                 self.name.hash(state);
+                self.rules.defs_fingerprint().hash(state);
             }
         }
     };

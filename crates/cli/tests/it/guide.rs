@@ -59,10 +59,7 @@ fn fixture() -> &'static Path {
             }
             copy_dir(&corpus.join("imagenome"), &data.join("chest-imagenome"));
             copy_dir(&corpus.join("cxas"), &data.join("cxas"));
-            copy_dir(
-                &work.join("release"),
-                &data.join("mimic-ext-cxr-qba/1.0.0"),
-            );
+            copy_dir(&work.join("release"), &data.join("mimic-ext-cxr-qba/1.0.0"));
             dir
         })
         .path()
@@ -217,7 +214,11 @@ page_tests! {
 fn all_pages_are_tested() {
     let mut tested: Vec<String> = TESTED.iter().map(|p| p.to_string()).collect();
     tested.sort();
-    assert_eq!(tested, pages(), "add the new page to page_tests! in guide.rs");
+    assert_eq!(
+        tested,
+        pages(),
+        "add the new page to page_tests! in guide.rs"
+    );
 }
 
 #[test]

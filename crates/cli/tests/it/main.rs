@@ -1,6 +1,7 @@
 mod commands;
 mod concurrency;
 pub(crate) mod distributed;
+mod flavours;
 mod guide;
 mod import;
 mod interop;

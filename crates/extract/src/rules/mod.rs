@@ -64,6 +64,8 @@ const EXAM_WORDS: &[&str] = &[
 #[derive(Debug, Clone)]
 pub struct RulesExtractor {
     lexicon: Lexicon,
+    /// The fingerprint of the definitions it was compiled from.
+    defs: String,
 }
 
 impl RulesExtractor {
@@ -72,7 +74,14 @@ impl RulesExtractor {
     pub fn new(defs: &RefDefs) -> Self {
         Self {
             lexicon: Lexicon::new(defs),
+            defs: defs.fingerprint().to_string(),
         }
+    }
+
+    /// The fingerprint of the reference definitions it was compiled from: two extractors with
+    /// the same one extract the same.
+    pub fn defs_fingerprint(&self) -> &str {
+        &self.defs
     }
 
     /// Listing 1's output: every sentence with section name, section type and merge links

@@ -14,7 +14,9 @@ use datafusion::logical_expr::ScalarUDF;
 use crate::error::Result;
 use crate::generation::bind;
 use crate::pipeline::Pipeline;
-use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
+use crate::stage::{
+    Chunking, Coverage, LlmRequests, Prepared, RunMode, Stage, StageDef, StageReport, Writes,
+};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef {
@@ -60,6 +62,14 @@ fn task(pipeline: &Pipeline) -> Result<(Arc<GenerateTask>, String)> {
 impl Stage for Generate {
     fn def(&self) -> &'static StageDef {
         &DEF
+    }
+
+    /// One per frontal image.
+    fn llm_requests(&self) -> Option<LlmRequests> {
+        Some(LlmRequests {
+            backend: "generator",
+            rows: "SELECT study_id FROM images WHERE is_frontal",
+        })
     }
 
     async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {

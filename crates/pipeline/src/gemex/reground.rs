@@ -12,7 +12,9 @@ use cxrlake_schemas::gemex::grounded_fields;
 use crate::error::Result;
 use crate::generation::bind;
 use crate::pipeline::Pipeline;
-use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
+use crate::stage::{
+    Chunking, Coverage, LlmRequests, Prepared, RunMode, Stage, StageDef, StageReport, Writes,
+};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef {
@@ -53,6 +55,14 @@ fn task(pipeline: &Pipeline) -> Result<(Arc<RegroundTask>, String)> {
 impl Stage for Reground {
     fn def(&self) -> &'static StageDef {
         &DEF
+    }
+
+    /// One per FINDINGS or IMPRESSION sentence.
+    fn llm_requests(&self) -> Option<LlmRequests> {
+        Some(LlmRequests {
+            backend: "generator",
+            rows: "SELECT study_id FROM sentences WHERE section_type IN ('FINDINGS', 'IMPRESSION')",
+        })
     }
 
     async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {

@@ -16,7 +16,9 @@ use datafusion::common::ScalarValue;
 use crate::error::{PipelineError, Result};
 use crate::generation::bind;
 use crate::pipeline::Pipeline;
-use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
+use crate::stage::{
+    Chunking, Coverage, LlmRequests, Prepared, RunMode, Stage, StageDef, StageReport, Writes,
+};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef {
@@ -59,6 +61,14 @@ fn task(pipeline: &Pipeline) -> Result<(Arc<AnswersTask>, String)> {
 impl Stage for Answers {
     fn def(&self) -> &'static StageDef {
         &DEF
+    }
+
+    /// One per question.
+    fn llm_requests(&self) -> Option<LlmRequests> {
+        Some(LlmRequests {
+            backend: "generator",
+            rows: "SELECT study_id FROM givcxr_questions",
+        })
     }
 
     async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {

@@ -31,7 +31,7 @@ pub static DEF: StageDef = StageDef {
     writes: Writes::Replace,
     coverage: Coverage::PerStudy,
     detects_changes: true,
-    reads_synonyms: true,
+    reads_synonyms: false,
 };
 
 /// The `givcxr_context` stage.

@@ -33,7 +33,7 @@ pub static DEF: StageDef = StageDef {
     writes: Writes::Replace,
     coverage: Coverage::Dataset,
     detects_changes: false,
-    reads_synonyms: true,
+    reads_synonyms: false,
 };
 
 /// The `givcxr_filter` stage.

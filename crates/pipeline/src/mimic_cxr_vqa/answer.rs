@@ -13,7 +13,9 @@ use datafusion::common::ScalarValue;
 use crate::error::{PipelineError, Result};
 use crate::generation::bind;
 use crate::pipeline::Pipeline;
-use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
+use crate::stage::{
+    Chunking, Coverage, LlmRequests, Prepared, RunMode, Stage, StageDef, StageReport, Writes,
+};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef {
@@ -60,6 +62,14 @@ fn task(pipeline: &Pipeline) -> Result<(Arc<AnswerTask>, String, LintPolicy)> {
 impl Stage for Answer {
     fn def(&self) -> &'static StageDef {
         &DEF
+    }
+
+    /// One per question.
+    fn llm_requests(&self) -> Option<LlmRequests> {
+        Some(LlmRequests {
+            backend: "generator",
+            rows: "SELECT study_id FROM mimic_cxr_vqa_questions",
+        })
     }
 
     async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {

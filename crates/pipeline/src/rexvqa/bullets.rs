@@ -12,7 +12,9 @@ use cxrlake_schemas::rexvqa::bullet_fields;
 use crate::error::{PipelineError, Result};
 use crate::generation::{bind, generator_id};
 use crate::pipeline::Pipeline;
-use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
+use crate::stage::{
+    Chunking, Coverage, LlmRequests, Prepared, RunMode, Stage, StageDef, StageReport, Writes,
+};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef {
@@ -52,6 +54,14 @@ fn task(pipeline: &Pipeline) -> Result<(Arc<BulletsTask>, String)> {
 impl Stage for Bullets {
     fn def(&self) -> &'static StageDef {
         &DEF
+    }
+
+    /// One per report.
+    fn llm_requests(&self) -> Option<LlmRequests> {
+        Some(LlmRequests {
+            backend: "generator",
+            rows: "SELECT study_id FROM reports",
+        })
     }
 
     async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {

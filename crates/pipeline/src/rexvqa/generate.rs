@@ -13,7 +13,9 @@ use cxrlake_schemas::rexvqa::mcq_fields;
 use crate::error::{PipelineError, Result};
 use crate::generation::bind;
 use crate::pipeline::Pipeline;
-use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
+use crate::stage::{
+    Chunking, Coverage, LlmRequests, Prepared, RunMode, Stage, StageDef, StageReport, Writes,
+};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef {
@@ -37,7 +39,7 @@ pub static DEF: StageDef = StageDef {
     writes: Writes::Replace,
     coverage: Coverage::PerStudy,
     detects_changes: true,
-    reads_synonyms: true,
+    reads_synonyms: false,
 };
 
 /// The `rexvqa_generate` stage.
@@ -63,6 +65,14 @@ fn task(pipeline: &Pipeline) -> Result<(Arc<GenerateTask>, String)> {
 impl Stage for Generate {
     fn def(&self) -> &'static StageDef {
         &DEF
+    }
+
+    /// One per report's bullet list.
+    fn llm_requests(&self) -> Option<LlmRequests> {
+        Some(LlmRequests {
+            backend: "generator",
+            rows: "SELECT study_id FROM reports",
+        })
     }
 
     async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {

@@ -12,7 +12,9 @@ use cxrlake_schemas::rexvqa::content_fields;
 use crate::error::{PipelineError, Result};
 use crate::generation::bind;
 use crate::pipeline::Pipeline;
-use crate::stage::{Chunking, Coverage, Prepared, RunMode, Stage, StageDef, StageReport, Writes};
+use crate::stage::{
+    Chunking, Coverage, LlmRequests, Prepared, RunMode, Stage, StageDef, StageReport, Writes,
+};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef {
@@ -52,6 +54,14 @@ fn task(pipeline: &Pipeline) -> Result<(Arc<JudgeTask>, String)> {
 impl Stage for Judge {
     fn def(&self) -> &'static StageDef {
         &DEF
+    }
+
+    /// One per MCQ.
+    fn llm_requests(&self) -> Option<LlmRequests> {
+        Some(LlmRequests {
+            backend: "generator",
+            rows: "SELECT study_id FROM rexvqa_mcq",
+        })
     }
 
     async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {

@@ -151,7 +151,7 @@ async fn built(dir: &Path, corpus: &Path, settings: &Settings) -> Lake {
     lake
 }
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for entry in std::fs::read_dir(from).expect("read_dir") {
         let entry = entry.expect("entry");

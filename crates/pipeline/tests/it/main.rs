@@ -13,4 +13,5 @@ mod localize;
 mod mimic_cxr_vqa;
 mod qa;
 mod rexvqa;
+mod settings;
 mod toy;
