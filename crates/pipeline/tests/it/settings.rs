@@ -9,7 +9,8 @@
 //!   ([`Stage::prepare`]) unchanged.
 //! - `changed_settings_make_their_stages_stale_and_the_rerun_equals_a_fresh_build`: on a built
 //!   lake with the four flavours, each changed value setting makes `plan` list every stage that
-//!   declares it; one incremental run with all of them equals a `--full` run with them, and
+//!   declares it; a synonym-only definitions edit recomputes no flavour stage over every study;
+//!   one incremental run with all the changed settings equals a `--full` run with them, and
 //!   afterwards the lake is up to date and remembers the values it was built with.
 
 use std::collections::BTreeMap;
@@ -384,6 +385,38 @@ async fn changed_settings_make_their_stages_stale_and_the_rerun_equals_a_fresh_b
             assert!(
                 !entry.scope.is_empty() && entry.reasons.iter().any(named),
                 "{key} = {value}: {} is not stale\n{plan}",
+                def.name
+            );
+        }
+    }
+
+    // A synonym-only edit of the definitions: the flavours' per-study stages recompute only the
+    // studies whose scene graphs may change, as the core stages do (not every study).
+    let refdefs = edited(
+        &dir.path().join("synonym-edit"),
+        "refdefs",
+        &[(
+            "findings.toml",
+            r#"synonyms = ["effusion", "effusions", "pleural effusions", "pleural fluid", "hydrothorax"]"#,
+            r#"synonyms = ["effusions", "pleural effusions", "pleural fluid", "hydrothorax"]"#,
+        )],
+    );
+    let pipeline = Pipeline::builder(lake.clone())
+        .set("refdefs", &refdefs.display().to_string())
+        .expect("set")
+        .open()
+        .await
+        .expect("pipeline");
+    let plan = pipeline.plan(false).await.expect("plan");
+    for stage in pipeline.stages() {
+        let def = stage.def();
+        if def.coverage == cxrlake_pipeline::Coverage::PerStudy
+            && cxrlake_pipeline::flavours::owning(def.name).is_some()
+        {
+            let entry = plan.stage(def.name).expect("planned");
+            assert!(
+                !entry.scope.is_all(),
+                "{}: a synonym edit recomputes every study\n{plan}",
                 def.name
             );
         }
