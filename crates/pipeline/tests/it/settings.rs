@@ -20,7 +20,7 @@ use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
 use cxrlake_pipeline::settings::{BACKEND_PARTS, OPERATIONAL_KEYS, RESULT_KEYS};
 use cxrlake_pipeline::stage::identity;
-use cxrlake_pipeline::{Pipeline, RunMode};
+use cxrlake_pipeline::{Pipeline, Plan, RunMode};
 use cxrlake_synth::{SynthOptions, generate};
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::scalar::ScalarValue;
@@ -350,6 +350,18 @@ async fn tables(lake: &Lake, pipeline: &Pipeline) -> BTreeMap<&'static str, Vec<
     out
 }
 
+/// `cxrlake plan` on `lake` with `key = value` over its kept settings, and its pipeline.
+async fn plan_with(lake: &Lake, key: &str, value: &str) -> (Pipeline, Plan) {
+    let pipeline = Pipeline::builder(lake.clone())
+        .set(key, value)
+        .expect("set")
+        .open()
+        .await
+        .expect("pipeline");
+    let plan = pipeline.plan(false).await.expect("plan");
+    (pipeline, plan)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changed_settings_make_their_stages_stale_and_the_rerun_equals_a_fresh_build() {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -366,15 +378,7 @@ async fn changed_settings_make_their_stages_stale_and_the_rerun_equals_a_fresh_b
 
     // Each changed setting: every stage declaring it is stale, and says why.
     for (key, value) in OTHER_VALUES {
-        let mut changed = flavours.clone();
-        changed.push((key, value.to_string()));
-        let pipeline = Pipeline::builder(lake.clone())
-            .set(key, value)
-            .expect("set")
-            .open()
-            .await
-            .expect("pipeline");
-        let plan = pipeline.plan(false).await.expect("plan");
+        let (pipeline, plan) = plan_with(&lake, key, value).await;
         for stage in pipeline.stages() {
             let def = stage.def();
             if !def.settings.contains(key) {
@@ -401,13 +405,7 @@ async fn changed_settings_make_their_stages_stale_and_the_rerun_equals_a_fresh_b
             r#"synonyms = ["effusions", "pleural effusions", "pleural fluid", "hydrothorax"]"#,
         )],
     );
-    let pipeline = Pipeline::builder(lake.clone())
-        .set("refdefs", &refdefs.display().to_string())
-        .expect("set")
-        .open()
-        .await
-        .expect("pipeline");
-    let plan = pipeline.plan(false).await.expect("plan");
+    let (pipeline, plan) = plan_with(&lake, "refdefs", &refdefs.display().to_string()).await;
     for stage in pipeline.stages() {
         let def = stage.def();
         if def.coverage == cxrlake_pipeline::Coverage::PerStudy
