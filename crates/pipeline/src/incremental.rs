@@ -427,20 +427,26 @@ async fn counts(
         (Scope::Studies(ids), _) if ids.is_empty() => 0,
         (Scope::Studies(_), Some(written)) => written,
         (Scope::Studies(ids), None) => {
-            let list = ids
-                .iter()
-                .map(|s| format!("'{}'", s.replace('\'', "''")))
-                .collect::<Vec<_>>()
-                .join(", ");
             count(
                 &ctx,
                 "qa",
-                &format!("SELECT count(*) FROM qa WHERE study_id IN ({list})"),
+                &format!(
+                    "SELECT count(*) FROM qa WHERE study_id IN ({})",
+                    sql_list(ids)
+                ),
             )
             .await?
         }
     };
     Ok((studies, qa_pairs, touched))
+}
+
+/// `ids` as a SQL list of string literals (`'a', 'b'`).
+fn sql_list(ids: &BTreeSet<String>) -> String {
+    ids.iter()
+        .map(|s| format!("'{}'", s.replace('\'', "''")))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn settings_lines(pipeline: &Pipeline) -> Vec<String> {
@@ -531,13 +537,7 @@ async fn llm_calls(
         }
         let filter = match &plan.scope {
             Scope::All => String::new(),
-            Scope::Studies(ids) => format!(
-                " WHERE study_id IN ({})",
-                ids.iter()
-                    .map(|s| format!("'{}'", s.replace('\'', "''")))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Scope::Studies(ids) => format!(" WHERE study_id IN ({})", sql_list(ids)),
         };
         let sql = format!(
             "SELECT count(*) FROM ({}) AS requests{filter}",
