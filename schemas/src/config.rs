@@ -70,6 +70,23 @@ extensions_options! {
         /// means each stage's own default (localize 500, map 5000, graph 2000, qa, judge and
         /// grade 100).
         pub chunk_patients: usize, default = 0
+        /// extract with the LLM: a step with more than this share of unusable answers
+        /// (unparseable, off the format, failed calls) fails and commits nothing of its chunk; any
+        /// LLM step whose every answer is unusable fails. The studies of unusable answers stay
+        /// stale and are asked again by the next run.
+        pub llm_max_failure_share: f64, default = 0.25
+        /// Ingest: a report file larger than this, in bytes, is quarantined with its size and not
+        /// read (MIMIC-CXR's reports are under 20 kB).
+        pub ingest_max_report_bytes: u64, default = 1_048_576
+        /// Ingest: any other input file or zip member larger than this, in bytes (after
+        /// decompression), is quarantined with its size.
+        pub ingest_max_file_bytes: u64, default = 1_073_741_824
+        /// Ingest: a zip member that decompresses to more than this many times its compressed
+        /// size (and to more than 1 MiB) is quarantined as a zip bomb.
+        pub ingest_max_zip_ratio: u64, default = 100
+        /// Ingest: the most files one input (a folder or a zip archive) may hold; a larger one is
+        /// quarantined whole.
+        pub ingest_max_files: u64, default = 5_000_000
         /// Stop after this many LLM requests (answered ones are cached, a rerun resumes); 0 means
         /// no limit.
         pub llm_max_requests: u64, default = 0

@@ -302,9 +302,10 @@ pub enum ExportCommand {
     /// exports/A_frontal = FT, exports/B_frontal = PT, each with a q1M sample in metadata/q1M/);
     /// ft, pt, a+ or a++ writes that subset alone (frontal images only). Parquet: nested
     /// qa.parquet and scene_graphs.parquet; both formats: metadata/*.parquet and *.csv.gz (seven
-    /// flat tables, pandas MultiIndex layout), dataset_info.json in every folder and stats/ (the
+    /// flat tables, pandas MultiIndex layout), cxrlake_info.json in every folder and stats/ (the
     /// `cxrlake report` of the lake) at the root; PhysioNet: qa.zip, scene_data.zip, README.md,
-    /// quality_mappings.csv, metadata/dataset_info.json
+    /// quality_mappings.csv at the root, metadata/dataset_info.json (the vocabulary) in every
+    /// folder
     Release {
         /// Output folder
         #[arg(long, value_name = "DIR")]
@@ -616,7 +617,8 @@ impl Cli {
                     .with_names(names)
                     .with_strict(*strict)
                     .with_progress(!self.quiet)
-                    .with_chunk_studies(*chunk_studies);
+                    .with_chunk_studies(*chunk_studies)
+                    .with_limits(cxrlake_ingest::Limits::of(&lake.settings().cxrlake));
                 let summary = cxrlake_ingest::ingest(&lake, &options).await?;
                 say(out, format_args!("{summary}"))?;
                 if summary.failed() {
@@ -1250,7 +1252,8 @@ async fn demo(
         }
     }
 
-    let options_ingest = cxrlake_ingest::IngestOptions::new(vec![options.corpus.clone()]);
+    let options_ingest = cxrlake_ingest::IngestOptions::new(vec![options.corpus.clone()])
+        .with_limits(cxrlake_ingest::Limits::of(&lake.settings().cxrlake));
     say(
         out,
         format_args!("{}\n", cxrlake_ingest::ingest(lake, &options_ingest).await?),
@@ -1500,11 +1503,13 @@ pub struct SettingsArgs {
     /// LLM judge: QA pairs of one study and criterion per call, 1 to 32 [key: judge_batch; default: 8]
     #[arg(long, value_name = "N")]
     pub judge_batch: Option<u64>,
-    /// Extraction backend: rules or llm [key: extractor; default: llm with --llm-endpoint]
+    /// Extraction backend: rules or llm [key: extractor; default on a lake's first run: llm
+    /// with --llm-endpoint, else rules; later runs keep the lake's]
     #[arg(long, value_name = "NAME", value_parser = ["rules", "llm"])]
     pub extractor: Option<String>,
     /// Judge: heuristic, reading (the heuristic with an entailment check against the report) or
-    /// llm [key: judge; default: llm with --llm-endpoint, else heuristic]
+    /// llm [key: judge; default on a lake's first run: llm with --llm-endpoint, else
+    /// heuristic; later runs keep the lake's]
     #[arg(long, value_name = "NAME", value_parser = ["heuristic", "reading", "llm"])]
     pub judge: Option<String>,
     /// OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1 (vLLM, llama.cpp server,
@@ -1555,8 +1560,8 @@ pub struct SettingsArgs {
     /// stay, and `plan` and `status` still say whether they are up to date
     #[arg(long = "no-flavour", value_name = "NAME")]
     pub no_flavours: Vec<String>,
-    /// Generation backend of the flavours: offline or llm [key: generator; default: llm with
-    /// --llm-endpoint]
+    /// Generation backend of the flavours: offline or llm [key: generator; default on a lake's
+    /// first run: llm with --llm-endpoint, else offline; later runs keep the lake's]
     #[arg(long, value_name = "NAME", value_parser = ["offline", "llm"])]
     pub generator: Option<String>,
     /// Prompts folder of the flavours, one subfolder each (e.g. gemex/) [key: flavour_prompts;
@@ -1716,7 +1721,26 @@ impl SettingsArgs {
         builder = builder
             .add_flavours(&self.flavours)
             .remove_flavours(&self.no_flavours);
-        Ok(builder.open().await?)
+        let pipeline = builder.open().await?;
+        if self.llm_endpoint.is_some() {
+            // The backends were resolved on the lake's first run and are kept: an endpoint
+            // alone does not switch a lake built offline to the LLM.
+            let config = pipeline.config();
+            for (key, flag, value, given) in [
+                ("extractor", "--extractor", &config.extractor, &self.extractor),
+                ("judge", "--judge", &config.judge, &self.judge),
+                ("generator", "--generator", &config.generator, &self.generator),
+            ] {
+                let used = key != "generator" || !config.flavours.is_empty();
+                if used && given.is_none() && value != "llm" && !value.is_empty() {
+                    tracing::warn!(
+                        "--llm-endpoint is set, but the lake keeps {key} = {value} from its \
+                         earlier runs: `{flag} llm` switches it to the LLM"
+                    );
+                }
+            }
+        }
+        Ok(pipeline)
     }
 }
 

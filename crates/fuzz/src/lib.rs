@@ -9,7 +9,9 @@
 //!             ─► time ≤ the bound (a hung input is reported by a watchdog, not waited for)
 //! ```
 //!
-//! Mutations: bit flips, random bytes set / inserted / deleted, truncation, duplication and
+//! Mutations: for binary containers (zip, gzip) a target lists its header and directory fields
+//! ([`Target::with_fields`]: sizes, counts, offsets, name lengths) and 40 % of mutations set one
+//! to an extreme (0, 1, 2^(n−1), the maximum, off by one, doubled); then bit flips, random bytes set / inserted / deleted, truncation, duplication and
 //! repetition of a slice, splicing two seeds, numbers replaced by huge / negative / NaN-ish
 //! values, and insertion of structural tokens (`"` `,` `\n` `{` `[` `\0`, invalid UTF-8) and of
 //! the target's dictionary.
@@ -74,6 +76,19 @@ impl Outcome {
 /// The function a target runs on each input.
 pub type TargetFn = Arc<dyn Fn(&[u8]) -> Outcome + Send + Sync>;
 
+/// A little-endian integer field of a binary format: where it starts and how many bytes wide
+/// (1, 2, 4 or 8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Field {
+    /// Offset of its first byte.
+    pub at: usize,
+    /// Width in bytes.
+    pub width: usize,
+}
+
+/// The header and directory fields of an input (found again in every mutant).
+pub type FieldsFn = Arc<dyn Fn(&[u8]) -> Vec<Field> + Send + Sync>;
+
 /// A fuzz target: its name, seeds, dictionary and function.
 #[derive(Clone)]
 pub struct Target {
@@ -87,6 +102,8 @@ pub struct Target {
     pub max_len: usize,
     /// The parser call and its checks.
     pub run: TargetFn,
+    /// For binary containers: where their header fields are.
+    pub fields: Option<FieldsFn>,
 }
 
 impl std::fmt::Debug for Target {
@@ -96,6 +113,7 @@ impl std::fmt::Debug for Target {
             .field("seeds", &self.seeds.len())
             .field("dictionary", &self.dictionary.len())
             .field("max_len", &self.max_len)
+            .field("fields", &self.fields.is_some())
             .finish()
     }
 }
@@ -113,7 +131,17 @@ impl Target {
             dictionary: Vec::new(),
             max_len: DEFAULT_MAX_LEN,
             run: Arc::new(run),
+            fields: None,
         }
+    }
+
+    /// Mutates the header fields `fields` finds (sizes, counts, offsets) besides the bytes.
+    pub fn with_fields(
+        mut self,
+        fields: impl Fn(&[u8]) -> Vec<Field> + Send + Sync + 'static,
+    ) -> Self {
+        self.fields = Some(Arc::new(fields));
+        self
     }
 
     /// Adds tokens to the dictionary.
@@ -361,6 +389,18 @@ const NUMBERS: &[&str] = &[
 
 /// Applies one random mutation to `data`.
 fn mutate(data: &mut Vec<u8>, target: &Target, rng: &mut ChaCha8Rng) {
+    if let Some(fields) = &target.fields
+        && rng.random_bool(0.4)
+    {
+        let found: Vec<Field> = fields(data)
+            .into_iter()
+            .filter(|f| matches!(f.width, 1 | 2 | 4 | 8) && f.at + f.width <= data.len())
+            .collect();
+        if !found.is_empty() {
+            set_field(data, found[rng.random_range(0..found.len())], rng);
+            return;
+        }
+    }
     let len = data.len();
     let at = |rng: &mut ChaCha8Rng, len: usize| rng.random_range(0..=len);
     match rng.random_range(0..13u32) {
@@ -462,6 +502,31 @@ fn mutate(data: &mut Vec<u8>, target: &Target, rng: &mut ChaCha8Rng) {
             data.splice(i..i, token.iter().copied());
         }
     }
+}
+
+/// Sets a header field to an extreme value of its width, or just off its current one.
+fn set_field(data: &mut [u8], field: Field, rng: &mut ChaCha8Rng) {
+    let bytes = &mut data[field.at..field.at + field.width];
+    let mut current = [0u8; 8];
+    current[..field.width].copy_from_slice(bytes);
+    let current = u64::from_le_bytes(current);
+    let max = if field.width == 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * field.width)) - 1
+    };
+    let value = match rng.random_range(0..9u32) {
+        0 => 0,
+        1 => 1,
+        2 => max,
+        3 => max / 2 + 1,
+        4 => max - 1,
+        5 => current.wrapping_add(1) & max,
+        6 => current.wrapping_sub(1) & max,
+        7 => current.wrapping_mul(2) & max,
+        _ => rng.random::<u64>() & max,
+    };
+    bytes.copy_from_slice(&value.to_le_bytes()[..field.width]);
 }
 
 /// A random non-empty slice `start..end` of at most `most` bytes of a `len`-byte input.

@@ -71,12 +71,20 @@ impl CsvInput {
         let quarantine = |location: &str, reason: String| {
             Quarantined::new(target, &source, location, reason, Vec::new())
         };
+        // Streamed, but bounded: a CSV (or what its gzip layer inflates to) larger than
+        // ingest_max_file_bytes fails at the limit instead of filling memory or disk.
+        let limits = files.limits();
         let plain: Box<dyn Read + Send> = match &file.location {
-            Location::File(path) => Box::new(BufReader::with_capacity(
-                1 << 20,
-                std::fs::File::open(path)
-                    .map_err(|e| quarantine("file", format!("unreadable file: {e}")))?,
-            )),
+            Location::File(path) | Location::Link { target: path, .. } => {
+                if let Some(reason) = limits.refuse_by_size(file) {
+                    return Err(quarantine("file", reason));
+                }
+                Box::new(BufReader::with_capacity(
+                    1 << 20,
+                    std::fs::File::open(path)
+                        .map_err(|e| quarantine("file", format!("unreadable file: {e}")))?,
+                ))
+            }
             Location::ZipMember { .. } => Box::new(Cursor::new(
                 files
                     .read(file)
@@ -86,10 +94,10 @@ impl CsvInput {
         let input: Box<dyn Read + Send> = if file.is_gzip() {
             Box::new(BufReader::with_capacity(
                 1 << 20,
-                MultiGzDecoder::new(plain),
+                limits.bounded(file, MultiGzDecoder::new(plain), None),
             ))
         } else {
-            plain
+            Box::new(limits.bounded(file, plain, None))
         };
         let mut reader = csv::ReaderBuilder::new()
             .flexible(true)

@@ -48,6 +48,7 @@ use crate::jpg_csv::{CsvInput, ImageInfo, ImageRow, LabelRow, SplitRow};
 use crate::quarantine::{Quarantined, Target};
 use crate::writer::{Background, Offer, Row, Sink, Unit, content_hash, load_keys};
 
+pub use discover::Limits;
 pub use error::{IngestError, Result};
 pub use summary::{IngestSummary, TableCounts};
 
@@ -66,6 +67,8 @@ pub struct IngestOptions {
     /// How the commit's input fingerprint names each input, when not by its path (an
     /// `s3://` URL whose objects were copied to a local folder first).
     pub names: Vec<Option<String>>,
+    /// How much is read from the inputs (the `ingest_*` settings).
+    pub limits: Limits,
 }
 
 impl IngestOptions {
@@ -77,12 +80,19 @@ impl IngestOptions {
             progress: false,
             chunk_studies: 10_000,
             names: Vec::new(),
+            limits: Limits::default(),
         }
     }
 
     /// Names the inputs in the commit's fingerprint (`None`: by its path), in input order.
     pub fn with_names(mut self, names: Vec<Option<String>>) -> Self {
         self.names = names;
+        self
+    }
+
+    /// Sets the limits of what is read.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
         self
     }
 
@@ -105,8 +115,6 @@ impl IngestOptions {
     }
 }
 
-/// File bytes read per chunk at most (bounds memory for CXAS files of ~100 KB per study).
-const CHUNK_BYTES: u64 = 128 << 20;
 /// Pending row bytes per table before a commit.
 const COMMIT_BYTES: usize = 256 << 20;
 
@@ -119,7 +127,7 @@ pub async fn ingest(lake: &Lake, options: &IngestOptions) -> Result<IngestSummar
 async fn run_ingest(lake: &Lake, options: &IngestOptions) -> Result<IngestSummary> {
     let started = Instant::now();
     lake.require_initialized().await?;
-    let mut found = discover::discover(&options.inputs)?;
+    let mut found = discover::discover(&options.inputs, &options.limits)?;
     found.rename_inputs(&options.names);
     tracing::info!(
         files = found.files.len(),
@@ -149,13 +157,13 @@ async fn run_ingest(lake: &Lake, options: &IngestOptions) -> Result<IngestSummar
             run.label_csv(&file, labeler).await?;
         }
     }
-    for chunk in chunks(&of_kind(|k| k == Kind::Report), options.chunk_studies) {
+    for chunk in discover::chunks(&of_kind(|k| k == Kind::Report), options.chunk_studies) {
         run.reports(chunk).await?;
     }
-    for chunk in chunks(&of_kind(|k| k == Kind::SceneGraph), options.chunk_studies) {
+    for chunk in discover::chunks(&of_kind(|k| k == Kind::SceneGraph), options.chunk_studies) {
         run.scene_graphs(chunk).await?;
     }
-    for chunk in chunks(&of_kind(|k| k == Kind::Cxas), options.chunk_studies) {
+    for chunk in discover::chunks(&of_kind(|k| k == Kind::Cxas), options.chunk_studies) {
         run.cxas(chunk).await?;
     }
     let mut summary = run.finish().await?;
@@ -168,25 +176,6 @@ async fn run_ingest(lake: &Lake, options: &IngestOptions) -> Result<IngestSummar
         "ingest done"
     );
     Ok(summary)
-}
-
-/// Splits files into chunks of at most `count` files and [`CHUNK_BYTES`] bytes.
-fn chunks(files: &[InputFile], count: usize) -> Vec<&[InputFile]> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut bytes = 0u64;
-    for (i, file) in files.iter().enumerate() {
-        if i > start && (i - start >= count.max(1) || bytes + file.size > CHUNK_BYTES) {
-            out.push(&files[start..i]);
-            start = i;
-            bytes = 0;
-        }
-        bytes += file.size;
-    }
-    if start < files.len() {
-        out.push(&files[start..]);
-    }
-    out
 }
 
 /// The state of one ingest run: a sink per table, the image index, counts.
@@ -257,7 +246,7 @@ impl<'a> Run<'a> {
         Ok(Self {
             lake,
             fingerprint: found.fingerprint.clone(),
-            files: FileReader::default(),
+            files: FileReader::new(options.limits),
             progress,
             images_info,
             split_of,
@@ -642,21 +631,5 @@ mod tests {
         let options = IngestOptions::new(Vec::new());
         let future = ingest(&lake, &options);
         assert_send(&future);
-    }
-
-    #[test]
-    fn chunks_are_bounded_by_count_and_bytes() {
-        let file = |size| InputFile {
-            kind: Kind::Report,
-            location: discover::Location::File(PathBuf::from("s1.txt")),
-            rel_path: "s1.txt".into(),
-            size,
-        };
-        let files: Vec<InputFile> = (0..10).map(|_| file(10)).collect();
-        let sizes: Vec<usize> = chunks(&files, 4).iter().map(|c| c.len()).collect();
-        assert_eq!(sizes, [4, 4, 2]);
-        let big = vec![file(CHUNK_BYTES), file(1), file(CHUNK_BYTES)];
-        let sizes: Vec<usize> = chunks(&big, 100).iter().map(|c| c.len()).collect();
-        assert_eq!(sizes, [1, 1, 1]);
     }
 }

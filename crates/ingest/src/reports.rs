@@ -21,7 +21,8 @@ pub struct ReportRow {
     pub study_id: String,
     /// The report text as in the file.
     pub text: String,
-    /// `files/p10/p10000032/s50414267.txt` (the same for the tree and the zip).
+    /// `files/p10/p10000032/s50414267.txt` (the same for the tree and the zip); for a symbolic
+    /// link, the file it points to.
     pub source_path: String,
     /// SHA-256 of the file's bytes, hex.
     pub content_hash: String,
@@ -70,9 +71,12 @@ pub fn source_path(path: &str) -> String {
 
 /// Parses one report file.
 pub fn parse(file: &InputFile, bytes: Vec<u8>) -> std::result::Result<ReportRow, Quarantined> {
-    let full = match &file.location {
-        Location::File(path) => path.to_string_lossy().replace('\\', "/"),
-        Location::ZipMember { name, .. } => name.clone(),
+    let slashes = |path: &std::path::Path| path.to_string_lossy().replace('\\', "/");
+    // The ids come from the name the corpus gives the file; the source is the file read.
+    let (full, read) = match &file.location {
+        Location::File(path) => (slashes(path), slashes(path)),
+        Location::Link { link, target } => (slashes(link), slashes(target)),
+        Location::ZipMember { name, .. } => (name.clone(), name.clone()),
     };
     let mut segments = full.rsplit('/');
     let name = segments.next().unwrap_or_default();
@@ -109,7 +113,7 @@ pub fn parse(file: &InputFile, bytes: Vec<u8>) -> std::result::Result<ReportRow,
         patient_id,
         study_id,
         text,
-        source_path: source_path(&full),
+        source_path: source_path(&read),
         content_hash,
     })
 }

@@ -81,6 +81,42 @@ pub enum PipelineError {
         /// The first error.
         first: String,
     },
+    /// Every LLM answer of a step (extract, a flavour's generation) was unusable; the step
+    /// committed nothing.
+    #[error(
+        "every LLM answer of step '{step}' was unusable ({answers} answers; first: {first}); the \
+         step wrote nothing. A model that answers prose instead of the requested JSON, or does \
+         not follow the prompt, does this: check --model and the prompts. The answers are in \
+         llm_calls and asked again by the next run"
+    )]
+    LlmUnusable {
+        /// The `-- @step` of the stage SQL.
+        step: String,
+        /// Answers.
+        answers: usize,
+        /// The first reason.
+        first: String,
+    },
+    /// More than `llm_max_failure_share` of a step's LLM answers were unusable; the chunk
+    /// committed nothing.
+    #[error(
+        "{unusable} of {answers} LLM answers of step '{step}' were unusable ({:.1} %, more than \
+         llm_max_failure_share = {limit}; first: {first}); this chunk wrote nothing. Check \
+         --model and the prompts, or raise llm_max_failure_share; answered calls are cached, so \
+         a re-run resumes", 100.0 * *unusable as f64 / *answers as f64
+    )]
+    LlmFailureShare {
+        /// The `-- @step` of the stage SQL.
+        step: String,
+        /// Unusable answers.
+        unusable: usize,
+        /// Answers.
+        answers: usize,
+        /// `llm_max_failure_share`.
+        limit: f64,
+        /// The first reason.
+        first: String,
+    },
     /// An evaluation's inputs do not fit its metric.
     #[error("evaluate: {0}")]
     Evaluate(#[from] cxrlake_evaluate::EvaluateError),

@@ -25,7 +25,7 @@ use datafusion::scalar::ScalarValue;
 use crate::error::{PipelineError, Result};
 use crate::fingerprint::Fingerprint;
 use crate::incremental::{StagePlan, refdefs_change, rescope_other_definitions};
-use crate::llm_calls::{cached_client, llm_metrics, refuse_if_every_call_failed};
+use crate::llm_calls::{cached_client, check_answers, llm_metrics};
 use crate::pipeline::Pipeline;
 use crate::refdefs::mentions;
 use crate::scope::Scope;
@@ -124,6 +124,12 @@ impl Stage for Extract {
             extractor,
             client,
             failures: 0,
+            max_failure_share: pipeline.config().llm_max_failure_share,
+            retried: match crate::incremental::unfinished_studies(pipeline, &DEF).await? {
+                Scope::Studies(studies) => studies,
+                Scope::All => BTreeSet::new(),
+            },
+            unfinished: BTreeSet::new(),
         }))
     }
 
@@ -190,12 +196,17 @@ fn throughput(reports: usize, seconds: f64) -> String {
     }
 }
 
-/// The extract run's state: the LLM client (stats, refusal when every call failed) and the
-/// quarantined outputs.
+/// The extract run's state: the LLM client (stats, refusal when too many answers are
+/// unusable), the quarantined outputs and the chunk's studies with unusable answers.
 struct ExtractHooks {
     extractor: String,
     client: Option<Arc<LlmClient>>,
     failures: u64,
+    max_failure_share: f64,
+    /// The studies the last run could not finish: asked again, their answers do not count
+    /// toward the failure checks (a model that fails them again must not block the pipeline).
+    retried: BTreeSet<String>,
+    unfinished: BTreeSet<String>,
 }
 
 #[async_trait]
@@ -207,7 +218,14 @@ impl RunHooks for ExtractHooks {
         batches: &[RecordBatch],
     ) -> Result<()> {
         if self.client.is_some() {
-            refuse_if_every_call_failed(&statement.name, batches, Some("r"))?;
+            let unusable = check_answers(
+                &statement.name,
+                batches,
+                Some("r"),
+                self.max_failure_share,
+                &self.retried,
+            )?;
+            self.unfinished.extend(unusable);
         }
         if statement.name == "quarantine" {
             for batch in batches {
@@ -221,6 +239,10 @@ impl RunHooks for ExtractHooks {
             }
         }
         Ok(())
+    }
+
+    fn unfinished(&mut self) -> BTreeSet<String> {
+        std::mem::take(&mut self.unfinished)
     }
 
     /// Every LLM answer is checked; quarantined reports are counted.

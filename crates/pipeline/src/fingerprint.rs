@@ -3,7 +3,7 @@
 //! both in its Delta commit metadata (`cxrlake_lake::StageCommit`); the incremental planner
 //! reads them back to decide what is stale.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -56,7 +56,7 @@ impl Fingerprint {
         &'a self,
         now: &'a BTreeMap<String, String>,
     ) -> Vec<(&'a str, Option<&'a str>, Option<&'a str>)> {
-        let keys: std::collections::BTreeSet<&String> =
+        let keys: BTreeSet<&String> =
             self.definitions.keys().chain(now.keys()).collect();
         keys.into_iter()
             .filter_map(|key| {
@@ -107,6 +107,10 @@ pub struct CommitMetrics {
     pub chunks: usize,
     /// The studies whose rows changed.
     pub changed: Changed,
+    /// Studies of this commit's chunk whose rows are incomplete (an LLM answer the stage could
+    /// not use): the next run recomputes them.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub unfinished: BTreeSet<String>,
 }
 
 impl CommitMetrics {
@@ -177,8 +181,14 @@ mod tests {
             chunk: 1,
             chunks: 2,
             changed: Changed::Studies(vec!["s1".into()]),
+            unfinished: BTreeSet::from(["s2".to_string()]),
         };
-        assert_eq!(CommitMetrics::from_json(&metrics.to_json()), Some(metrics));
+        assert_eq!(CommitMetrics::from_json(&metrics.to_json()), Some(metrics.clone()));
+        // Commits written before `unfinished` read as having none.
+        let mut older = metrics.to_json();
+        older.as_object_mut().expect("object").remove("unfinished");
+        let older = CommitMetrics::from_json(&older).expect("older metrics");
+        assert!(older.unfinished.is_empty());
         assert_eq!(Changed::Pending.scope(), None);
         assert_eq!(Changed::All.scope(), Some(Scope::All));
     }

@@ -4,6 +4,7 @@
 //! run's hooks (a step whose every LLM call failed stops the stage; rejects and LLM calls are
 //! counted).
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -17,7 +18,7 @@ use datafusion::logical_expr::async_udf::AsyncScalarUDF;
 use datafusion::prelude::SessionContext;
 
 use crate::error::{PipelineError, Result};
-use crate::llm_calls::{cached_client, llm_metrics, refuse_if_every_call_failed};
+use crate::llm_calls::{cached_client, check_answers, llm_metrics};
 use crate::pipeline::Pipeline;
 use crate::scope::Scope;
 use crate::sql::Statement;
@@ -128,7 +129,9 @@ impl RunHooks for GenerationHooks {
             return Ok(());
         }
         if self.client.is_some() {
-            refuse_if_every_call_failed(self.step, batches, Some("g"))?;
+            // A generated record that fails its checks after its retries is a reject of the
+            // flavour's QC (quarantined, counted); only a step of nothing but rejects fails.
+            check_answers(self.step, batches, Some("g"), 1.0, &BTreeSet::new())?;
         }
         for batch in batches {
             self.rows += batch.num_rows() as u64;

@@ -46,7 +46,7 @@ use crate::refdefs::RefdefsChange;
 use crate::runner;
 use crate::scope::Scope;
 use crate::sql::{count, sql_hash};
-use crate::stage::{Coverage, RunMode, Stage, StageReport};
+use crate::stage::{Coverage, RunMode, Stage, StageDef, StageReport};
 
 /// What a run does (did) in one stage.
 #[derive(Debug, Clone, PartialEq)]
@@ -221,6 +221,36 @@ async fn last_commit(
         .find(|c| c.stage.as_ref().is_some_and(|s| s.stage == stage)))
 }
 
+/// The studies the stage's last run left unfinished (LLM answers it could not use), from that
+/// run's commits on the stage's first output table (the next run asks them again).
+pub(crate) async fn unfinished_studies(pipeline: &Pipeline, def: &StageDef) -> Result<Scope> {
+    let Some(table) = def.outputs.first() else {
+        return Ok(Scope::none());
+    };
+    let history = match pipeline.lake().history(table, Some(2_000)).await {
+        Ok(history) => history,
+        Err(cxrlake_lake::LakeError::NoSuchTable { .. }) => return Ok(Scope::none()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut last_run = None;
+    let mut studies = BTreeSet::new();
+    for commit in history {
+        let Some(stage) = commit.stage.filter(|s| s.stage == def.name) else {
+            continue;
+        };
+        let Some(run) = Fingerprint::from_json(&stage.fingerprint).map(|f| f.run) else {
+            break;
+        };
+        if *last_run.get_or_insert_with(|| run.clone()) != run {
+            break;
+        }
+        if let Some(metrics) = CommitMetrics::from_json(&stage.metrics) {
+            studies.extend(metrics.unfinished);
+        }
+    }
+    Ok(Scope::Studies(studies))
+}
+
 /// The studies `producer` changed in `table` after version `since` (its commits' `changed`).
 pub(crate) async fn changes_since(
     pipeline: &Pipeline,
@@ -369,6 +399,14 @@ async fn decide(
         plan.all(format!("sql/{}.sql changed", def.name));
         return Ok(plan);
     }
+    let unfinished = unfinished_studies(pipeline, def).await?;
+    plan.add(
+        &unfinished,
+        format!(
+            "{} whose LLM answers the last run could not use",
+            unfinished.describe()
+        ),
+    );
     // Input tables rewritten since.
     for table in def.inputs {
         let producer = pipeline.producer(def.name, table);

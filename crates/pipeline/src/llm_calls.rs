@@ -11,7 +11,7 @@
 //!   bodies, statuses about the server or its configuration: 401/403 credentials, 404 an unknown
 //!   model or path, …) is kept for accounting and sent again by the next run.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -467,6 +467,74 @@ pub(crate) async fn cached_client(
     ))
 }
 
+/// The failed rows of a step's LLM results: the `error` column, or the `error` field of the
+/// struct column `within`.
+#[derive(Debug, Default)]
+struct Failures {
+    /// Rows (answers).
+    rows: usize,
+    /// Rows with an error: an unparseable or off-format answer, or a failed call.
+    unusable: usize,
+    /// Rows whose call failed (their error starts with `CALL_FAILED`).
+    calls_failed: usize,
+    /// The first error.
+    first: Option<String>,
+    /// The `study_id` of every unusable row (when the result has the column).
+    studies: BTreeSet<String>,
+}
+
+impl Failures {
+    /// `None` when the result has no errors column (not an LLM step's result). Rows of the
+    /// `retried` studies are not counted, but their study is listed when unusable.
+    fn of(
+        batches: &[RecordBatch],
+        within: Option<&str>,
+        retried: &BTreeSet<String>,
+    ) -> Result<Option<Failures>> {
+        let mut out = Failures::default();
+        for batch in batches {
+            let errors = match within {
+                Some(column) => batch
+                    .column_by_name(column)
+                    .and_then(|c| c.as_struct_opt())
+                    .and_then(|c| c.column_by_name("error"))
+                    .cloned(),
+                None => batch.column_by_name("error").cloned(),
+            };
+            let Some(errors) = errors else {
+                return Ok(None);
+            };
+            let text = |column: &ArrayRef| {
+                cast(column, &DataType::Utf8).map_err(|e| PipelineError::query("llm", e.into()))
+            };
+            let errors = text(&errors)?;
+            let studies = batch.column_by_name("study_id").map(text).transpose()?;
+            let studies = studies.as_ref().map(|s| s.as_string::<i32>());
+            for (row, error) in errors.as_string::<i32>().iter().enumerate() {
+                let study = studies
+                    .filter(|s| s.is_valid(row))
+                    .map(|s| s.value(row));
+                if let (Some(_), Some(study)) = (error, study) {
+                    out.studies.insert(study.to_string());
+                }
+                if study.is_some_and(|s| retried.contains(s)) {
+                    continue;
+                }
+                out.rows += 1;
+                let Some(error) = error else {
+                    continue;
+                };
+                out.unusable += 1;
+                if error.starts_with(cxrlake_udfs::extract::CALL_FAILED) {
+                    out.calls_failed += 1;
+                }
+                out.first.get_or_insert_with(|| error.to_string());
+            }
+        }
+        Ok(Some(out))
+    }
+}
+
 /// Fails when every row of a step's result is a failed LLM call (its error starts with
 /// `CALL_FAILED`): the endpoint is down or does not serve the model, and committing would only
 /// replace earlier results with failures (the calls are in `llm_calls`; a rerun asks them
@@ -477,37 +545,57 @@ pub(crate) fn refuse_if_every_call_failed(
     batches: &[RecordBatch],
     within: Option<&str>,
 ) -> Result<()> {
-    let (mut rows, mut failed, mut first) = (0, 0, None);
-    for batch in batches {
-        let errors = match within {
-            Some(column) => batch
-                .column_by_name(column)
-                .and_then(|c| c.as_struct_opt())
-                .and_then(|c| c.column_by_name("error"))
-                .cloned(),
-            None => batch.column_by_name("error").cloned(),
-        };
-        let Some(errors) = errors else {
-            return Ok(());
-        };
-        let errors =
-            cast(&errors, &DataType::Utf8).map_err(|e| PipelineError::query("llm", e.into()))?;
-        rows += batch.num_rows();
-        for error in errors.as_string::<i32>().iter().flatten() {
-            if error.starts_with(cxrlake_udfs::extract::CALL_FAILED) {
-                failed += 1;
-                first.get_or_insert_with(|| error.to_string());
-            }
-        }
-    }
-    match first {
-        Some(first) if failed == rows => Err(PipelineError::LlmUnavailable {
+    match Failures::of(batches, within, &BTreeSet::new())? {
+        Some(f) if f.rows > 0 && f.calls_failed == f.rows => Err(PipelineError::LlmUnavailable {
             step: step.to_string(),
-            calls: failed,
-            first,
+            calls: f.calls_failed,
+            first: f.first.unwrap_or_default(),
         }),
         _ => Ok(()),
     }
+}
+
+/// Checks a step's LLM answers before its chunk is committed: an error when every call failed
+/// (as [`refuse_if_every_call_failed`]), when every answer is unusable, or when more than
+/// `max_share` of them are; otherwise the studies of the unusable answers, which the chunk
+/// records as unfinished (the next run asks them again). The answers of `retried` studies (the
+/// ones the last run could not finish) are not counted: a model that fails them again leaves
+/// them stale without failing the run.
+pub(crate) fn check_answers(
+    step: &str,
+    batches: &[RecordBatch],
+    within: Option<&str>,
+    max_share: f64,
+    retried: &BTreeSet<String>,
+) -> Result<BTreeSet<String>> {
+    let Some(f) = Failures::of(batches, within, retried)? else {
+        return Ok(BTreeSet::new());
+    };
+    let first = || f.first.clone().unwrap_or_default();
+    if f.rows > 0 && f.calls_failed == f.rows {
+        return Err(PipelineError::LlmUnavailable {
+            step: step.to_string(),
+            calls: f.calls_failed,
+            first: first(),
+        });
+    }
+    if f.rows > 0 && f.unusable == f.rows {
+        return Err(PipelineError::LlmUnusable {
+            step: step.to_string(),
+            answers: f.rows,
+            first: first(),
+        });
+    }
+    if f.unusable as f64 > max_share * f.rows as f64 {
+        return Err(PipelineError::LlmFailureShare {
+            step: step.to_string(),
+            unusable: f.unusable,
+            answers: f.rows,
+            limit: max_share,
+            first: first(),
+        });
+    }
+    Ok(f.studies)
 }
 
 #[cfg(test)]

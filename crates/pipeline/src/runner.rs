@@ -472,6 +472,7 @@ async fn run_chunks(
             Chunk::Patients(..) if !last => Changed::Pending,
             _ => Changed::Studies(chunk_changed.into_iter().collect()),
         };
+        let unfinished = prepared.hooks.unfinished();
         let writes: Vec<_> = writes
             .into_iter()
             .map(|(table, per_study, output, written, replaces)| {
@@ -480,6 +481,7 @@ async fn run_chunks(
                     chunk: index + 1,
                     chunks: n_chunks,
                     changed: recorded.clone(),
+                    unfinished: unfinished.clone(),
                 };
                 let commit = StageCommit::new(name)
                     .with_fingerprint(fingerprint.to_json())

@@ -72,6 +72,7 @@ pub const OPERATIONAL_KEYS: &[&str] = &[
     "llm_api_key_env",
     "llm_max_requests",
     "llm_max_retries",
+    "llm_max_failure_share",
 ];
 
 /// Settings a stage's fingerprint records through a backend id rather than as a value:

@@ -12,7 +12,7 @@
 //!  Stage::definitions ───► Fingerprint::definitions ───► incremental::decide (+ Stage::rescope)
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use async_trait::async_trait;
@@ -243,6 +243,13 @@ pub trait RunHooks: Send {
         _batches: &[RecordBatch],
     ) -> Result<Vec<HookTable>> {
         Ok(Vec::new())
+    }
+
+    /// Studies of the chunk just run whose rows are incomplete because an LLM answer could not
+    /// be used; the chunk's commits record them and the next run recomputes them (drained once
+    /// per chunk).
+    fn unfinished(&mut self) -> BTreeSet<String> {
+        BTreeSet::new()
     }
 
     /// Whether [`Self::after_statement`] or [`Self::tables_after`] read the rows of the `@table`

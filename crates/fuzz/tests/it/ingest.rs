@@ -8,7 +8,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use cxrlake_fuzz::{Outcome, Target, check};
+use cxrlake_fuzz::{Field, Outcome, Target, check};
 use cxrlake_ingest::discover::{self, FileReader, InputFile, Kind, Labeler, Location};
 use cxrlake_ingest::jpg_csv::{self, CsvInput, ImageInfo};
 use cxrlake_ingest::quarantine::{Quarantined, Target as Table};
@@ -355,12 +355,36 @@ fn csv_gzip() {
     let split = &corpus().split_csv;
     let (head, tail) = split.split_at(split.len() / 2);
     let seeds = vec![gzip(split), [gzip(head), gzip(tail)].concat()];
-    check(&csv_target(
-        "csv_gzip",
-        "mimic-cxr-2.0.0-split.csv.gz",
-        Kind::Split,
-        seeds,
-    ));
+    check(
+        &csv_target(
+            "csv_gzip",
+            "mimic-cxr-2.0.0-split.csv.gz",
+            Kind::Split,
+            seeds,
+        )
+        .with_fields(gzip_fields),
+    );
+}
+
+/// The header fields of every gzip member (flags, time, the extra field's length) and the last
+/// member's trailer (CRC-32, the inflated size).
+fn gzip_fields(data: &[u8]) -> Vec<Field> {
+    let mut fields = Vec::new();
+    for at in data
+        .windows(3)
+        .enumerate()
+        .filter(|(_, w)| *w == [0x1f, 0x8b, 0x08])
+        .map(|(at, _)| at)
+    {
+        fields.push(Field { at: at + 3, width: 1 });
+        fields.push(Field { at: at + 4, width: 4 });
+        fields.push(Field { at: at + 10, width: 2 });
+    }
+    if data.len() >= 8 {
+        fields.push(Field { at: data.len() - 8, width: 4 });
+        fields.push(Field { at: data.len() - 4, width: 4 });
+    }
+    fields
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -547,20 +571,88 @@ fn mixed_zip() -> Vec<u8> {
     zip.finish().expect("finish zip").into_inner()
 }
 
+/// The header and directory fields of a zip: sizes, CRCs, name and extra lengths of the local
+/// headers and central directory entries (with their ZIP64 fields), entry counts, directory size
+/// and offset of the end records.
+fn zip_fields(data: &[u8]) -> Vec<Field> {
+    let u16_at = |at: usize| data.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let mut fields = Vec::new();
+    let field = |at: usize, width: usize| Field { at, width };
+    for (at, signature) in data.windows(4).enumerate() {
+        match signature {
+            [b'P', b'K', 3, 4] => {
+                fields.extend([14, 18, 22].map(|o| field(at + o, 4)));
+                fields.extend([26, 28].map(|o| field(at + o, 2)));
+            }
+            [b'P', b'K', 1, 2] => {
+                fields.extend([16, 20, 24, 42].map(|o| field(at + o, 4)));
+                fields.extend([28, 30, 32].map(|o| field(at + o, 2)));
+                // The ZIP64 extra field: 8-byte sizes and offset.
+                let (Some(name), Some(extra)) = (u16_at(at + 28), u16_at(at + 30)) else {
+                    continue;
+                };
+                let mut x = at + 46 + usize::from(name);
+                let end = x + usize::from(extra);
+                while x + 4 <= end {
+                    let (Some(id), Some(size)) = (u16_at(x), u16_at(x + 2)) else {
+                        break;
+                    };
+                    if id == 1 {
+                        fields.extend((0..usize::from(size) / 8).map(|i| field(x + 4 + 8 * i, 8)));
+                    }
+                    x += 4 + usize::from(size);
+                }
+            }
+            [b'P', b'K', 5, 6] => {
+                fields.extend([8, 10, 20].map(|o| field(at + o, 2)));
+                fields.extend([12, 16].map(|o| field(at + o, 4)));
+            }
+            [b'P', b'K', 6, 6] => fields.extend([24, 32, 40, 48].map(|o| field(at + o, 8))),
+            [b'P', b'K', 6, 7] => fields.push(field(at + 8, 8)),
+            _ => {}
+        }
+    }
+    fields
+}
+
+/// [`mixed_zip`] written with ZIP64 records.
+fn mixed_zip64() -> Vec<u8> {
+    let source = mixed_zip();
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(source)).expect("zip");
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    let options = zip::write::SimpleFileOptions::default().large_file(true);
+    for index in 0..archive.len() {
+        let mut member = archive.by_index(index).expect("member");
+        if member.is_dir() {
+            continue;
+        }
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut member, &mut bytes).expect("read");
+        zip.start_file(member.name().to_string(), options).expect("start");
+        zip.write_all(&bytes).expect("write");
+    }
+    zip.finish().expect("finish").into_inner()
+}
+
 #[test]
 fn zip_archive() {
-    let seeds = vec![corpus().reports_zip.clone(), mixed_zip()];
+    let seeds = vec![corpus().reports_zip.clone(), mixed_zip(), mixed_zip64()];
     let path = scratch("zip_archive").join("inputs.zip");
     let images = Arc::new(known_images().clone());
     check(
         &Target::new("zip_archive", seeds, move |data| {
             std::fs::write(&path, data).expect("write the zip");
-            let found = match discover::discover(std::slice::from_ref(&path)) {
+            let found = match discover::discover(std::slice::from_ref(&path), &discover::Limits::default()) {
                 Ok(found) => found,
                 Err(err) => return Outcome::Rejected(err.to_string()),
             };
             let mut outcome = with_parts(Outcome::Accepted, &found.quarantined);
             let mut reader = FileReader::default();
+            // As ingest reads them: in chunks bounded by the sizes the archive declares.
+            let chunks = discover::chunks(&found.files, 2);
+            if chunks.iter().map(|c| c.len()).sum::<usize>() != found.files.len() {
+                return Outcome::Broken("the chunks lose files".into());
+            }
             let contents = discover::read_all(&mut reader, &found.files);
             for (file, bytes) in found.files.iter().zip(contents) {
                 let bytes = match bytes {
@@ -589,7 +681,8 @@ fn zip_archive() {
             outcome
         })
         .with_dictionary(DICTIONARY)
-        .with_max_len(512 << 10),
+        .with_max_len(512 << 10)
+        .with_fields(zip_fields),
     );
 }
 

@@ -4,3 +4,4 @@ mod bad_input;
 mod common;
 mod idempotency;
 mod round_trip;
+mod untrusted;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use cxrlake_ingest::{IngestOptions, ingest};
 use cxrlake_lake::Lake;
-use cxrlake_pipeline::{Fingerprint, PipelineError, RunMode, StageReport, statements};
+use cxrlake_pipeline::{Fingerprint, PipelineError, RunMode, Scope, StageReport, statements};
 use cxrlake_synth::{SynthOptions, generate};
 use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
 
@@ -290,6 +290,102 @@ async fn llm_backend_caches_resumes_and_quarantines_parse_errors() {
     assert_eq!(again.rows, summary.rows);
     assert_eq!(again.metric("llm_sent"), 1);
     assert_eq!(again.metric("llm_rejected"), 1);
+}
+
+/// An LLM that answers nothing usable must not leave a lake that claims to be up to date over
+/// missing rows: every answer unusable fails the step (the earlier rows stay), more than
+/// `llm_max_failure_share` fails it too, and below that the studies of the unusable answers
+/// stay stale in `plan` until a plain run asks them again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unusable_llm_answers_fail_the_step_or_keep_their_studies_stale() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = lake_with_reports(dir.path()).await;
+    run(&lake, &rules()).await.expect("rules");
+    let sentences = number(&lake, "SELECT count(*) FROM sentences").await;
+    assert!(sentences > 0);
+
+    let prose = ExtractionServer::start_answering(
+        |_| "I am sorry, I cannot help with that.".to_string(),
+        Duration::ZERO,
+        usize::MAX,
+    )
+    .await;
+    let error = run(&lake, &llm_options(&prose, None))
+        .await
+        .expect_err("every answer unusable")
+        .to_string();
+    assert!(
+        error.contains("every LLM answer of step 'extracted_sentences' was unusable (3 answers"),
+        "{error}"
+    );
+    assert_eq!(
+        number(&lake, "SELECT count(*) FROM sentences").await,
+        sentences,
+        "the rows of the earlier run stay"
+    );
+
+    // One cluster's answer of s50000002 is unparseable (GARBLE).
+    let server = ExtractionServer::start(Duration::from_millis(1), usize::MAX).await;
+    let mut strict = llm_options(&server, None);
+    strict.push(("llm_max_failure_share".into(), "0.1".into()));
+    let error = run(&lake, &strict)
+        .await
+        .expect_err("more unusable answers than allowed")
+        .to_string();
+    assert!(
+        error.contains("LLM answers of step 'extracted_observations' were unusable")
+            && error.contains("more than llm_max_failure_share = 0.1"),
+        "{error}"
+    );
+
+    let settings = llm_options(&server, None);
+    run(&lake, &settings).await.expect("within the share");
+    let pairs: Vec<(&str, &str)> = settings
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let plan = pipeline(&lake, &pairs)
+        .await
+        .plan(false)
+        .await
+        .expect("plan");
+    let extract = plan.stage("extract").expect("extract");
+    assert_eq!(
+        extract.scope,
+        Scope::Studies(["s50000002".to_string()].into()),
+        "{plan}"
+    );
+    assert!(
+        extract
+            .reasons
+            .iter()
+            .any(|r| r == "1 study whose LLM answers the last run could not use"),
+        "{plan}"
+    );
+    let before = server.answers();
+    let rerun = pipeline(&lake, &pairs)
+        .await
+        .run(false, &mut |_| {})
+        .await
+        .expect("a plain run");
+    let extract = rerun.stage("extract").expect("extract");
+    assert_eq!(extract.scope, Scope::Studies(["s50000002".to_string()].into()));
+    assert_eq!(
+        server.answers(),
+        before + 1,
+        "only the unusable answer is asked again"
+    );
+    // Unusable again: not counted against the share (the run succeeded), still stale.
+    let plan = pipeline(&lake, &pairs)
+        .await
+        .plan(false)
+        .await
+        .expect("plan");
+    assert_eq!(
+        plan.stage("extract").expect("extract").scope,
+        Scope::Studies(["s50000002".to_string()].into()),
+        "{plan}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
