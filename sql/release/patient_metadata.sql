@@ -1,13 +1,16 @@
--- patient_metadata (index patient_id): the patient's studies, images and questions in the
+-- patient_metadata (index patient_id): the patient's split (MIMIC-CXR-JPG splits by patient;
+-- the first of its studies' splits, should they differ), studies, images and questions in the
 -- release, and the days between their first and last study.
 WITH studies AS (
-    SELECT s.patient_id, s.study_id, min(i.study_date) AS study_date, count(i.image_id) AS images
+    SELECT s.patient_id, s.study_id, s.split, min(i.study_date) AS study_date,
+           count(i.image_id) AS images
     FROM release_studies s JOIN release_images i ON i.study_id = s.study_id
-    GROUP BY s.patient_id, s.study_id
+    GROUP BY s.patient_id, s.study_id, s.split
 ), questions AS (
     SELECT patient_id, count(*) AS questions FROM release_qa GROUP BY patient_id
 )
-SELECT count(*) AS "patient.total_studies",
+SELECT min(s.split) AS split,
+       count(*) AS "patient.total_studies",
        sum(s.images) AS "patient.total_images",
        max(q.questions) AS "patient.total_questions",
        CAST((to_unixtime(to_timestamp(max(s.study_date), '%Y%m%d'))

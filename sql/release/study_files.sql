@@ -6,7 +6,7 @@
 SELECT i.patient_id, i.study_id, s.split, min(i.procedure) AS procedure,
        min(i.study_date) AS study_date,
        array_agg(named_struct('image_id', arrow_cast(i.image_id, 'Utf8'),
-                              'view_position', arrow_cast(i."view", 'Utf8'),
+                              'view_position', arrow_cast(coalesce(i."view", 'lateral'), 'Utf8'),
                               'dicom_view_position', arrow_cast(i.view_position, 'Utf8'),
                               'width', i."columns", 'height', i."rows") ORDER BY i.image_id) AS images
 FROM release_images i JOIN release_studies s ON s.study_id = i.study_id

@@ -53,10 +53,15 @@ def tables(folder):
         plain = frame.reset_index()
         check(list(plain.columns[: len(index)]) == index, f"{path}: reset_index {list(plain.columns)}")
         check(all("." in c for c in plain.columns[len(index):] if c != "split"), f"{path}: dotted names")
+        # Every table has the split, patients too (loaders split by patient).
+        check("split" in plain.columns and plain["split"].notna().all(), f"{path}: split")
         rows = duckdb.sql(f"SELECT count(*) FROM read_parquet('{path}')").fetchall()[0][0]
         csv = pd.read_csv(folder / "metadata" / f"{level}_metadata.csv.gz")
         check(rows == len(frame) == len(csv), f"{path}: duckdb {rows}, pandas {len(frame)}, csv {len(csv)}")
         check(list(csv.columns[: len(index)]) == index, f"{path}: csv index first")
+        if level == "image":
+            views = set(plain["img.view_position"].unique())
+            check(views <= {"frontal", "lateral"}, f"{path}: views {views}")
         frames[level] = plain
     return frames
 
@@ -123,8 +128,14 @@ def main():
     mappings = pd.read_csv(root / "quality_mappings.csv")
     check(not mappings.duplicated(["key", "value"]).any(), "quality_mappings: (key, value) unique")
     check(set(mappings.columns) == {"aspect", "key", "value", "level", "rating"}, f"{mappings.columns}")
-    info = json.loads((root / "metadata" / "dataset_info.json").read_text())
-    check(len(info["finding_entities"]) > 100, "dataset_info finding entities")
+    # The vocabulary is in every folder's metadata/ (where the release's loaders look), and the
+    # folder's self-description has a name of its own.
+    for folder in (root, ft_dir, root / "exports" / "B_frontal"):
+        info = json.loads((folder / "metadata" / "dataset_info.json").read_text())
+        check(len(info["finding_entities"]) > 100, f"{folder}: dataset_info finding entities")
+        check(len(info["region_names"]) > 20, f"{folder}: dataset_info regions")
+        described = json.loads((folder / "cxrlake_info.json").read_text())
+        check(described["name"] == "MIMIC-Ext-CXR-QBA", f"{folder}: cxrlake_info.json")
     check("| exports/A_frontal | ft |" in (root / "README.md").read_text(), "README counts")
     print("release ok")
 

@@ -196,7 +196,7 @@ fn two_exports_and_an_import_roundtrip_are_byte_identical() {
     }
 
     // The release read back into a new lake exports the same PhysioNet files: the zips of JSON
-    // files, quality_mappings.csv, README.md and dataset_info.json. (The metadata tables and
+    // files, quality_mappings.csv, README.md, dataset_info.json and cxrlake_info.json. (The metadata tables and
     // Parquet files differ still: the import writes an absent quality struct as a struct of
     // nulls and does not restore the judge column; the stats describe the lake; issue 69.)
     let imported = dir.path().join("imported");
@@ -231,7 +231,13 @@ fn two_exports_and_an_import_roundtrip_are_byte_identical() {
                     .and_then(|n| n.to_str())
                     .unwrap_or_default();
                 name.ends_with(".zip")
-                    || ["quality_mappings.csv", "README.md", "dataset_info.json"].contains(&name)
+                    || [
+                        "quality_mappings.csv",
+                        "README.md",
+                        "dataset_info.json",
+                        "cxrlake_info.json",
+                    ]
+                    .contains(&name)
             })
             .collect()
     };

@@ -3,7 +3,7 @@
 //! is the one `cxrlake stats NAME` prints (CSV) and `cxrlake sql --format json` computes, and
 //! headless Chromium renders the page offline (`tests/python/report_screenshot.py`).
 //! `cxrlake export release` writes the same report as the release's `stats/` and a
-//! `dataset_info.json` in every folder.
+//! `cxrlake_info.json` in every folder.
 //!
 //! Needs `python3` and Chromium (`/usr/bin/chromium`; scripts/test installs it).
 
@@ -201,8 +201,8 @@ fn report_shows_the_lakes_statistics_as_figures_and_equal_numbers() {
     );
     assert!(release.join("stats/index.html").is_file());
     for folder in ["", "exports/A_frontal", "exports/B_frontal"] {
-        let text = std::fs::read_to_string(release.join(folder).join("dataset_info.json"))
-            .expect("dataset_info.json");
+        let text = std::fs::read_to_string(release.join(folder).join("cxrlake_info.json"))
+            .expect("cxrlake_info.json");
         let info: Value = serde_json::from_str(&text).expect("json");
         assert_eq!(info["name"], "MIMIC-Ext-CXR-QBA");
         let rated: u64 = info["ratings"]
@@ -214,7 +214,7 @@ fn report_shows_the_lakes_statistics_as_figures_and_equal_numbers() {
         assert_eq!(Some(rated), info["counts"]["qa_pairs"].as_u64(), "{folder}");
     }
     let root: Value = serde_json::from_str(
-        &std::fs::read_to_string(release.join("dataset_info.json")).expect("root info"),
+        &std::fs::read_to_string(release.join("cxrlake_info.json")).expect("root info"),
     )
     .expect("json");
     assert_eq!(root["counts"]["qa_pairs"].to_string(), overview[1][3]);

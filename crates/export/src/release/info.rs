@@ -1,15 +1,17 @@
-//! What each folder of a release describes about itself: `<folder>/dataset_info.json` (name,
+//! What each folder of a release describes about itself: `<folder>/cxrlake_info.json` (name,
 //! version, the writing cxrlake's version, the subset's filter, counts, questions per split and
 //! rating) and, at the release's root, `stats/` (the report of `cxrlake report`: figures, CSV
 //! tables, `index.html`).
 //!
 //! ```text
 //! metadata/question_metadata.parquet ─GROUP BY "question.quality.rating"─┐
-//! PartSummary (rows of the metadata tables, splits) ─────────────────────┴─▶ dataset_info.json
+//! PartSummary (rows of the metadata tables, splits) ─────────────────────┴─▶ cxrlake_info.json
 //! lake ─cxrlake_report::write_report─▶ stats/
 //! ```
-//! The root's `metadata/dataset_info.json` (PhysioNet layout) is another file: the reference
-//! definitions' vocabularies, as the real release has it.
+//! `metadata/dataset_info.json` (PhysioNet layout, in every folder's `metadata/`) is another
+//! file: the reference definitions' vocabularies, as the real release has it. (Releases before
+//! 2026-12-06 named the self-description `dataset_info.json` too; loaders looking for the
+//! vocabulary found it instead.)
 
 use std::path::Path;
 
@@ -24,6 +26,9 @@ use serde_json::{Value, json};
 use super::{PartSummary, ReleaseExport, Subset, register_file};
 use crate::error::Result;
 use crate::files::write_file;
+
+/// The file in which each folder of a release describes itself.
+pub const SELF_DESCRIPTION: &str = "cxrlake_info.json";
 
 /// The dataset a release is written in the layout of.
 const DATASET_NAME: &str = "MIMIC-Ext-CXR-QBA";
@@ -77,7 +82,7 @@ async fn rating_counts(ctx: &SessionContext, metadata: &Path) -> Result<Vec<(Rat
     Ok(counts)
 }
 
-/// The JSON of `dataset_info.json` for `part`.
+/// The JSON of `cxrlake_info.json` for `part`.
 fn info(export: &ReleaseExport, part: &PartSummary, ratings: &[(Rating, u64)]) -> Value {
     let splits: serde_json::Map<String, Value> = part
         .splits
@@ -113,8 +118,8 @@ fn info(export: &ReleaseExport, part: &PartSummary, ratings: &[(Rating, u64)]) -
     })
 }
 
-/// Writes `<dir>/dataset_info.json` of `part`.
-pub(super) async fn write_dataset_info(
+/// Writes `<dir>/cxrlake_info.json` of `part`.
+pub(super) async fn write_self_description(
     ctx: &SessionContext,
     export: &ReleaseExport,
     part: &PartSummary,
@@ -122,7 +127,7 @@ pub(super) async fn write_dataset_info(
 ) -> Result<()> {
     let ratings = rating_counts(ctx, &dir.join("metadata")).await?;
     let text = serde_json::to_string_pretty(&info(export, part, &ratings))? + "\n";
-    write_file(&dir.join("dataset_info.json"), text.as_bytes())
+    write_file(&dir.join(SELF_DESCRIPTION), text.as_bytes())
 }
 
 /// Writes the release's `stats/` folder: the report of the lake the release is written from.

@@ -10,7 +10,7 @@
 //! release_* ─<table>_metadata.sql ×7─▶ metadata/<table>_metadata.parquet + .csv.gz
 //! release_qa ─sample.sql (sample_hash(seed, study, question) < p)─▶ metadata/q1M/…
 //! physionet: release_qa ─D.2─▶ qa.zip; release_scene_graphs ─D.1─▶ scene_data.zip (+ metadata.json)
-//! each folder: metadata/question_metadata.parquet + counts ─▶ dataset_info.json (info.rs)
+//! each folder: metadata/question_metadata.parquet + counts ─▶ cxrlake_info.json (info.rs)
 //! root: lake ─cxrlake report─▶ stats/ (figures as PNG and SVG, CSV tables, index.html)
 //! ```
 //!
@@ -437,9 +437,13 @@ async fn run(lake: &Lake, export: &ReleaseExport) -> Result<ReleaseSummary> {
             quality_mappings_csv().as_bytes(),
         )?;
         if let Some(info) = &export.dataset_info {
+            // The vocabulary in every folder's metadata/, where the release's loaders look.
             let text = serde_json::to_string_pretty(info)? + "\n";
-            create_folder(&root.join("metadata"))?;
-            write_file(&root.join("metadata/dataset_info.json"), text.as_bytes())?;
+            for part in &parts {
+                let metadata = root.join(&part.folder).join("metadata");
+                create_folder(&metadata)?;
+                write_file(&metadata.join("dataset_info.json"), text.as_bytes())?;
+            }
         }
         write_file(&root.join("README.md"), readme(export, &parts).as_bytes())?;
     }
@@ -561,7 +565,7 @@ async fn write_part(
         sample_questions: written.rows(Output::Sampled("question_metadata")),
         bytes: written.bytes(),
     };
-    info::write_dataset_info(&ctx, export, &part, &dir).await?;
+    info::write_self_description(&ctx, export, &part, &dir).await?;
     Ok(part)
 }
 
@@ -948,7 +952,7 @@ fn readme(export: &ReleaseExport, parts: &[PartSummary]) -> String {
         "# cxrlake release\n\nWritten by `cxrlake export release` in the layout of \
          MIMIC-Ext-CXR-QBA. Quality values are integers (`quality_mappings.csv`), ratings \
          `<rank>_<grade>` strings; metadata tables carry `*.rating_rank` numbers for filtering. \
-         Each folder describes itself in `dataset_info.json`; `stats/index.html` shows the \
+         Each folder describes itself in `cxrlake_info.json`; `stats/index.html` shows the \
          dataset's statistics as figures and tables (CSV files beside it).\n\n",
     );
     if let Some(filter) = &export.filter {
