@@ -39,7 +39,8 @@ DEFAULT_SECONDS = {
 def build():
     """(binary path, package dir, label) of every test binary `cargo test --workspace` runs."""
     command = [
-        "cargo", "test", "--workspace", "--locked", "--no-run",
+        # Without the default `jemalloc` feature of the cxrlake binary (see crates/cli/Cargo.toml).
+        "cargo", "test", "--workspace", "--locked", "--no-run", "--no-default-features",
         "--message-format=json-render-diagnostics",
     ]
     process = subprocess.run(command, stdout=subprocess.PIPE, text=True)

@@ -7,6 +7,7 @@ use datafusion::prelude::SessionContext;
 
 /// The allocator of the `cxrlake` binary (jemalloc), so that bench figures are the CLI's. Every
 /// bench binary uses this crate, so it links this allocator.
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

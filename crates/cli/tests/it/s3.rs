@@ -374,9 +374,11 @@ const STAGES_ON_THE_CLUSTER: [&str; 8] = [
 fn the_pipeline_on_ballista_with_the_lake_on_s3_equals_the_local_run() {
     let dir = tempfile::tempdir().expect("tempdir");
     let server = S3Server::start(dir.path());
-    // Local: folder corpus → folder lake, every stage in this process.
+    // Local: folder corpus → folder lake, every stage in this process. Chunks of 6 patients
+    // (two per stage): distributed.rs runs the cluster over many small chunks, this test the lake
+    // on S3 (each chunk is a round of cluster jobs, the bulk of its time).
     let local = ingested_lake(dir.path(), 12, 9);
-    ok(cxrlake(&local, &["run", "--set", "chunk_patients=2"]));
+    ok(cxrlake(&local, &["run", "--set", "chunk_patients=6"]));
     // The same corpus into an s3:// lake, every stage planned by the scheduler; the scheduler
     // and the executors read the lake's tables on S3 with the same options.
     let lake = format!("s3://{BUCKET}/lake");
@@ -388,7 +390,7 @@ fn the_pipeline_on_ballista_with_the_lake_on_s3_equals_the_local_run() {
     let engine = cluster.engine.as_str();
     let output = server.cxrlake(
         &lake,
-        &["-v", "--engine", engine, "run", "--set", "chunk_patients=2"],
+        &["-v", "--engine", engine, "run", "--set", "chunk_patients=6"],
     );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
