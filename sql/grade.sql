@@ -21,8 +21,10 @@
 -- The chunk's QA pairs, each with its five criteria's content hashes (`judge_hashes`: the judge's
 -- requests without the inputs, which grade does not read). The qa statement reads the pairs from
 -- this step rather than scanning qa again: decoding the nested answers is most of a scan's cost.
+-- The report is joined dictionary-encoded, one shared copy per study (see judge.sql).
 SELECT q.*, judge_hashes(q.question_strategy, q.question, q.answers, r.text) AS hashes
-FROM reports r
+FROM (SELECT study_id, arrow_cast(arrow_cast(text, 'Utf8'), 'Dictionary(Int32, Utf8)') AS text
+      FROM reports) r
 RIGHT JOIN qa q ON r.study_id = q.study_id
 
 -- @step frontal

@@ -20,11 +20,16 @@
 -- Parameters: $judge, the judge id (`heuristic-1`, `llm:<model>@judge-prompts-<version>`, with
 -- `/batch-<n>` when batched); $judge_batch, inputs per group (1 for the judges without an LLM).
 
+-- The report is joined dictionary-encoded (here and in `groups`): the join then shares one copy
+-- of each study's report among its rows, where plain strings copied it onto every QA pair and
+-- group (a 4 MB report on a study of 2,000 pairs took 6 GB); the functions read it as it is.
+
 -- @step requests
 SELECT q.study_id,
        unnest(judge_requests(q.question_strategy, q.question, q.answers, r.text)) AS request
 FROM qa q
-LEFT JOIN reports r ON r.study_id = q.study_id
+LEFT JOIN (SELECT study_id, arrow_cast(arrow_cast(text, 'Utf8'), 'Dictionary(Int32, Utf8)') AS text
+           FROM reports) r ON r.study_id = q.study_id
 
 -- @step pending
 -- One row per distinct input not judged yet, with the first study asking it.
@@ -62,7 +67,8 @@ FROM (
     )
     GROUP BY study_id, criterion, batch_index
 ) g
-LEFT JOIN reports rp ON rp.study_id = g.study_id
+LEFT JOIN (SELECT study_id, arrow_cast(arrow_cast(text, 'Utf8'), 'Dictionary(Int32, Utf8)') AS text
+           FROM reports) rp ON rp.study_id = g.study_id
 
 -- @table qa_judgements
 -- unnest(v) gives one verdict per input of the group.

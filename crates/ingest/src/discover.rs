@@ -329,7 +329,13 @@ pub fn discover(inputs: &[PathBuf], limits: &Limits) -> Result<Discovered> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            add_file(Location::File(input.clone()), &name, meta.len(), limits, &mut found);
+            add_file(
+                Location::File(input.clone()),
+                &name,
+                meta.len(),
+                limits,
+                &mut found,
+            );
         }
         let files = &found.files[before.0..];
         described.push(json!({
@@ -344,28 +350,35 @@ pub fn discover(inputs: &[PathBuf], limits: &Limits) -> Result<Discovered> {
 
 /// The quarantine row of an input (a folder or an archive) with more files than allowed.
 fn too_many_files(input: &Path, limits: &Limits) -> Quarantined {
-    Quarantined::new(
-        Target::Archive,
-        input.display().to_string(),
+    input_row(
+        input,
         "input",
         format!(
             "more than ingest_max_files = {} files: not ingested; ingest its parts one by one \
              or raise the limit (`--set ingest_max_files=N`)",
             limits.max_files
         ),
+    )
+}
+
+/// The quarantine row of an input (a file, folder or archive) at `path`.
+fn input_row(path: &Path, location: impl Into<String>, reason: impl Into<String>) -> Quarantined {
+    Quarantined::new(
+        Target::Archive,
+        path.display().to_string(),
+        location,
+        reason,
         Vec::new(),
     )
 }
 
 /// The quarantine row of a FIFO, socket or device: reading it could block forever or never end.
 fn not_regular(path: &Path) -> Quarantined {
-    Quarantined::new(
-        Target::Archive,
-        path.display().to_string(),
+    input_row(
+        path,
         "file",
         "not a regular file (a FIFO, socket or device): not read; replace it with the file it \
          stands for",
-        Vec::new(),
     )
 }
 
@@ -392,12 +405,10 @@ impl Walk<'_> {
         let entries = match std::fs::read_dir(dir) {
             Ok(entries) => entries,
             Err(err) => {
-                found.quarantined.push(Quarantined::new(
-                    Target::Archive,
-                    dir.display().to_string(),
+                found.quarantined.push(input_row(
+                    dir,
                     "folder",
                     format!("unreadable folder: {err}"),
-                    Vec::new(),
                 ));
                 return Ok(());
             }
@@ -453,7 +464,10 @@ impl Walk<'_> {
 
     /// Where the link at `path` leads and what is there, or its quarantine row when it leads
     /// nowhere or out of the input folder (an untrusted corpus must not pull in local files).
-    fn follow(&self, path: &Path) -> std::result::Result<(PathBuf, std::fs::Metadata), Quarantined> {
+    fn follow(
+        &self,
+        path: &Path,
+    ) -> std::result::Result<(PathBuf, std::fs::Metadata), Quarantined> {
         let points_to = std::fs::read_link(path)
             .map(|p| p.display().to_string())
             .unwrap_or_default();
@@ -480,7 +494,10 @@ impl Walk<'_> {
             )));
         }
         let meta = std::fs::metadata(&target).map_err(|err| {
-            refuse(format!("a symbolic link to '{}' that cannot be read ({err})", target.display()))
+            refuse(format!(
+                "a symbolic link to '{}' that cannot be read ({err})",
+                target.display()
+            ))
         })?;
         Ok((target, meta))
     }
@@ -516,12 +533,10 @@ fn add_zip(path: &Path, limits: &Limits, found: &mut Discovered) {
     let mut archive = match archive {
         Ok(archive) => archive,
         Err(reason) => {
-            found.quarantined.push(Quarantined::new(
-                Target::Archive,
-                path.display().to_string(),
+            found.quarantined.push(input_row(
+                path,
                 "archive",
                 format!("unreadable zip archive: {reason}"),
-                Vec::new(),
             ));
             return;
         }
@@ -535,12 +550,10 @@ fn add_zip(path: &Path, limits: &Limits, found: &mut Discovered) {
         match archive.by_index_raw(index) {
             Ok(member) if member.is_dir() => {}
             Ok(member) => members.push((member.name().to_string(), index, member.size())),
-            Err(err) => found.quarantined.push(Quarantined::new(
-                Target::Archive,
-                path.display().to_string(),
+            Err(err) => found.quarantined.push(input_row(
+                path,
                 format!("member {index}"),
                 format!("unreadable zip member: {err}"),
-                Vec::new(),
             )),
         }
     }
@@ -554,15 +567,13 @@ fn add_zip(path: &Path, limits: &Limits, found: &mut Discovered) {
         let mut repeated: Vec<(&str, usize)> = counts.into_iter().filter(|(_, n)| *n > 1).collect();
         repeated.sort();
         for (name, times) in repeated {
-            found.quarantined.push(Quarantined::new(
-                Target::Archive,
-                path.display().to_string(),
+            found.quarantined.push(input_row(
+                path,
                 format!("member {name}"),
                 format!(
                     "the archive lists '{name}' {times} times; only one of them is read: \
                      remove the duplicates (or unpack and check which is right)"
                 ),
-                Vec::new(),
             ));
         }
     }
@@ -680,7 +691,11 @@ impl FileReader {
                     .by_index(*index)
                     .map_err(|e| format!("unreadable zip member: {e}"))?;
                 let compressed = member.compressed_size();
-                Ok(Box::new(self.limits.bounded(file, member, Some(compressed))))
+                Ok(Box::new(self.limits.bounded(
+                    file,
+                    member,
+                    Some(compressed),
+                )))
             }
         }
     }

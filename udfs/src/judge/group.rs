@@ -9,12 +9,12 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int32Type};
 use datafusion::common::{Result, exec_err};
 
-use crate::args::{string_at, utf8_arg};
+use crate::args::{Texts, string_at, utf8_arg};
 
 /// The columns of a batch of groups.
 pub(crate) struct Groups {
     criteria: ArrayRef,
-    reports: ArrayRef,
+    reports: Texts,
     /// `items`, whose offsets say which of the fields' values are a group's.
     list: ListArray,
     hashes: ArrayRef,
@@ -68,7 +68,7 @@ impl Groups {
         };
         Ok(Groups {
             criteria: utf8_arg(args, 0, function)?,
-            reports: utf8_arg(args, 1, function)?,
+            reports: Texts::of(args, 1, function)?,
             list: list.clone(),
             hashes: field(values, "content_hash", &DataType::Utf8, function)?,
             inputs: field(values, "input", &DataType::Utf8, function)?,
@@ -95,7 +95,7 @@ impl Groups {
         let parts = self.parts.as_primitive::<Int32Type>();
         Group {
             criterion: Criterion::from_key(name).ok_or(name),
-            report: string_at(&self.reports, row),
+            report: self.reports.get(row),
             hashes: members
                 .iter()
                 .map(|&i| string_at(&self.hashes, i))

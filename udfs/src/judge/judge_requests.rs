@@ -22,7 +22,7 @@ use datafusion::logical_expr::{
 use rayon::prelude::*;
 
 use super::answers::Answers;
-use crate::args::{string_at, utf8_arg};
+use crate::args::{Texts, string_at, utf8_arg};
 
 fn request_fields() -> Fields {
     Fields::from(vec![
@@ -148,13 +148,13 @@ pub(super) fn requests_of(
     let strategies = utf8_arg(args, 0, name)?;
     let questions = utf8_arg(args, 1, name)?;
     let answers = Answers::new(&args[2], name)?;
-    let reports = utf8_arg(args, 3, name)?;
+    let reports = Texts::of(args, 3, name)?;
     let rows = args[0].len();
     // Questions are independent: build and hash their requests on every core.
     let requests: Vec<Vec<Request>> = (0..rows)
         .into_par_iter()
         .map(|row| {
-            let report = string_at(&reports, row);
+            let report = reports.get(row);
             let item = QaItem {
                 strategy: string_at(&strategies, row),
                 question: string_at(&questions, row),

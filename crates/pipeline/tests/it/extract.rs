@@ -14,14 +14,18 @@ use crate::common::{number, pipeline, strings};
 
 /// Runs extract with these settings.
 async fn run(lake: &Lake, settings: &[(String, String)]) -> Result<StageReport, PipelineError> {
-    let settings: Vec<(&str, &str)> = settings
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    pipeline(lake, &settings)
+    pipeline(lake, &pairs(settings))
         .await
         .run_stage("extract", RunMode::Write)
         .await
+}
+
+/// `settings` as the `(key, value)` pairs the pipeline takes.
+fn pairs(settings: &[(String, String)]) -> Vec<(&str, &str)> {
+    settings
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect()
 }
 
 /// The rules backend.
@@ -292,6 +296,26 @@ async fn llm_backend_caches_resumes_and_quarantines_parse_errors() {
     assert_eq!(again.metric("llm_rejected"), 1);
 }
 
+/// A lake of [`REPORTS`] extracted by the rules backend, with its sentence count.
+async fn extracted_by_rules(dir: &std::path::Path) -> (Lake, i64) {
+    let lake = lake_with_reports(dir).await;
+    run(&lake, &rules()).await.expect("rules");
+    let sentences = number(&lake, "SELECT count(*) FROM sentences").await;
+    assert!(sentences > 0);
+    (lake, sentences)
+}
+
+/// What `plan` says extract recomputes with `settings`, and why.
+async fn extract_plan(lake: &Lake, settings: &[(String, String)]) -> (Scope, Vec<String>) {
+    let plan = pipeline(lake, &pairs(settings))
+        .await
+        .plan(false)
+        .await
+        .expect("plan");
+    let extract = plan.stage("extract").expect("extract");
+    (extract.scope.clone(), extract.reasons.clone())
+}
+
 /// An LLM that answers nothing usable must not leave a lake that claims to be up to date over
 /// missing rows: every answer unusable fails the step (the earlier rows stay), more than
 /// `llm_max_failure_share` fails it too, and below that the studies of the unusable answers
@@ -299,10 +323,7 @@ async fn llm_backend_caches_resumes_and_quarantines_parse_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unusable_llm_answers_fail_the_step_or_keep_their_studies_stale() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let lake = lake_with_reports(dir.path()).await;
-    run(&lake, &rules()).await.expect("rules");
-    let sentences = number(&lake, "SELECT count(*) FROM sentences").await;
-    assert!(sentences > 0);
+    let (lake, sentences) = extracted_by_rules(dir.path()).await;
 
     let prose = ExtractionServer::start_answering(
         |_| "I am sorry, I cannot help with that.".to_string(),
@@ -340,61 +361,35 @@ async fn unusable_llm_answers_fail_the_step_or_keep_their_studies_stale() {
 
     let settings = llm_options(&server, None);
     run(&lake, &settings).await.expect("within the share");
-    let pairs: Vec<(&str, &str)> = settings
-        .iter()
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    let plan = pipeline(&lake, &pairs)
-        .await
-        .plan(false)
-        .await
-        .expect("plan");
-    let extract = plan.stage("extract").expect("extract");
-    assert_eq!(
-        extract.scope,
-        Scope::Studies(["s50000002".to_string()].into()),
-        "{plan}"
-    );
+    let unfinished = Scope::Studies(["s50000002".to_string()].into());
+    let (scope, reasons) = extract_plan(&lake, &settings).await;
+    assert_eq!(scope, unfinished, "{reasons:?}");
     assert!(
-        extract
-            .reasons
+        reasons
             .iter()
             .any(|r| r == "1 study whose LLM answers the last run could not use"),
-        "{plan}"
+        "{reasons:?}"
     );
     let before = server.answers();
-    let rerun = pipeline(&lake, &pairs)
+    let rerun = pipeline(&lake, &pairs(&settings))
         .await
         .run(false, &mut |_| {})
         .await
         .expect("a plain run");
-    let extract = rerun.stage("extract").expect("extract");
-    assert_eq!(extract.scope, Scope::Studies(["s50000002".to_string()].into()));
+    assert_eq!(rerun.stage("extract").expect("extract").scope, unfinished);
     assert_eq!(
         server.answers(),
         before + 1,
         "only the unusable answer is asked again"
     );
     // Unusable again: not counted against the share (the run succeeded), still stale.
-    let plan = pipeline(&lake, &pairs)
-        .await
-        .plan(false)
-        .await
-        .expect("plan");
-    assert_eq!(
-        plan.stage("extract").expect("extract").scope,
-        Scope::Studies(["s50000002".to_string()].into()),
-        "{plan}"
-    );
+    assert_eq!(extract_plan(&lake, &settings).await.0, unfinished);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_endpoint_fails_the_stage_and_keeps_earlier_tables() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let lake = lake_with_reports(dir.path()).await;
-    run(&lake, &rules()).await.expect("rules");
-    let sentences = number(&lake, "SELECT count(*) FROM sentences").await;
-    assert!(sentences > 0);
+    let (lake, sentences) = extracted_by_rules(dir.path()).await;
 
     // Nothing listens on the port of a server that was started and dropped.
     let endpoint = ExtractionServer::start(Duration::ZERO, usize::MAX)
