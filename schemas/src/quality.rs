@@ -10,7 +10,8 @@ use crate::rating::Rating;
 pub struct Level {
     /// Level name as in the paper (`RESOLVED_REGIONS_ONLY`).
     pub name: &'static str,
-    /// The paper's value (the release's integer code): `-3..=4`, larger is better.
+    /// The paper's value (the release's integer code): `-3..=4`, larger is better; 9 for
+    /// [`NOT_APPLICABLE`].
     pub value: i8,
     /// The rating this level results in.
     pub rating: Rating,
@@ -70,6 +71,13 @@ const fn level(name: &'static str, value: i8, rating: Rating) -> Level {
 
 use Rating::{A, APlus, APlusPlus, B, C, D};
 
+/// The level of a scene-graph aspect that does not apply, written by the release exports (not
+/// in the paper): extraction aspects of a question without observations, the localization of
+/// a question on an image it localizes nothing on. Its value (9) is above every level and its
+/// rating A++, so a reader that grades by the worst value or the worst mapped rating gets the
+/// rating cxrlake stored (which ignores aspects that do not apply).
+pub const NOT_APPLICABLE: &str = "NOT_APPLICABLE";
+
 /// Region extraction (table 11, attribute `regions`).
 pub const REGION_EXTRACT: Aspect = Aspect {
     key: "region_extract_quality",
@@ -81,6 +89,7 @@ pub const REGION_EXTRACT: Aspect = Aspect {
         level("CONTAINS_DEFAULT_REGIONS", 2, A),
         level("CONTAINS_NON_RESOLVED_REGIONS", 3, A),
         level("RESOLVED_REGIONS_ONLY", 4, APlusPlus),
+        level(NOT_APPLICABLE, 9, APlusPlus),
     ],
 };
 
@@ -93,6 +102,7 @@ pub const ENTITY_EXTRACT: Aspect = Aspect {
         level("NO_ENTITIES", 0, B),
         level("CONTAINS_NON_RESOLVED_ENTITIES", 1, A),
         level("RESOLVED_ENTITIES_ONLY", 2, APlusPlus),
+        level(NOT_APPLICABLE, 9, APlusPlus),
     ],
 };
 
@@ -105,6 +115,7 @@ pub const SENTENCE_NAME: Aspect = Aspect {
         level("CHANGE_IN_SENTENCE_OR_NAME", 0, B),
         level("UNDERSCORES_IN_SENTENCE_OR_NAME", 1, A),
         level("NO_ISSUES", 2, APlusPlus),
+        level(NOT_APPLICABLE, 9, APlusPlus),
     ],
 };
 
@@ -118,6 +129,7 @@ pub const CHANGE: Aspect = Aspect {
         level("UNDERSCORES_IN_CHANGE_SENTENCE", 1, A),
         level("CONTAINS_NON_RESOLVED_CHANGES", 2, A),
         level("NO_ISSUES", 3, APlusPlus),
+        level(NOT_APPLICABLE, 9, APlusPlus),
     ],
 };
 
@@ -133,6 +145,7 @@ pub const GENERAL_ISSUE: Aspect = Aspect {
         level("IGNORABLE", 2, A),
         level("FIXABLE", 3, APlus),
         level("NO_ISSUES", 4, APlusPlus),
+        level(NOT_APPLICABLE, 9, APlusPlus),
     ],
 };
 
@@ -147,6 +160,7 @@ pub const LOCALIZATION: Aspect = Aspect {
         level("INCOMPLETE_LOCALIZATION", 2, A),
         level("BOX_LOCALIZATION", 3, APlusPlus),
         level("BOX_AND_MASK_LOCALIZATION", 4, APlusPlus),
+        level(NOT_APPLICABLE, 9, APlusPlus),
     ],
 };
 

@@ -1,7 +1,7 @@
 -- answer_image_metadata (index patient_id, study_id, question_id, answer_id, image_id): one row
 -- per answer part and image it is localized on: regions, boxes, masks, fallback and quality.
 WITH parts AS (
-    SELECT patient_id, study_id, question_id, split, a['answer_id'] AS answer_id,
+    SELECT patient_id, study_id, question_id, split, a['answer_id'] + 1 AS answer_id,
            unnest(a['localization']) AS l
     FROM (SELECT patient_id, study_id, question_id, split, unnest(answers) AS a FROM release_qa)
 )

@@ -44,6 +44,11 @@ def summary_counts(summary):
     return counts
 
 
+EXTRACTION = [f"question.quality.{aspect}" for aspect in (
+    "region_extract_quality", "entity_extract_quality", "sentence_name_quality", "change_quality",
+    "general_issue_level")]
+
+
 def tables(folder):
     frames = {}
     for level, index in INDEX.items():
@@ -59,6 +64,9 @@ def tables(folder):
         csv = pd.read_csv(folder / "metadata" / f"{level}_metadata.csv.gz")
         check(rows == len(frame) == len(csv), f"{path}: duckdb {rows}, pandas {len(frame)}, csv {len(csv)}")
         check(list(csv.columns[: len(index)]) == index, f"{path}: csv index first")
+        if level == "answer":
+            first = plain.groupby(["patient_id", "study_id", "question_id"])["answer_id"].min()
+            check(bool(first.eq(1).all()), f"{path}: answer ids count from 1")
         if level == "image":
             views = set(plain["img.view_position"].unique())
             check(views <= {"frontal", "lateral"}, f"{path}: views {views}")
@@ -91,6 +99,21 @@ def main():
         check(qa == counts["questions"], f"{name}: qa.parquet {qa}")
         questions = sum(len(v["questions"]) for k, v in members(folder / "qa.zip").items())
         check(questions == counts["questions"], f"{name}: qa.zip {questions}")
+        # As loaders of the real release read it: joined to its images, no question is lost, and
+        # every quality value is an integer (no NaN), in the tables and in qa.json.
+        q, qi = frames["question"], frames["question_image"]
+        keys = ["patient_id", "study_id", "question_id"]
+        joined = q.merge(qi, on=keys, how="inner")[keys].drop_duplicates()
+        check(len(joined) == len(q), f"{name}: {len(q) - len(joined)} questions without image rows")
+        for column in EXTRACTION + ["question_img.quality.localization_quality"]:
+            frame = qi if column.startswith("question_img.") else q
+            check(pd.api.types.is_integer_dtype(frame[column]), f"{name}: {column} is {frame[column].dtype}")
+        for study in members(folder / "qa.zip").values():
+            for asked in study["questions"]:
+                levels = list(asked["extraction_quality"].values()) + list(asked["question_img_localization_quality"].values())
+                check(asked["question_img_localization_quality"] and all(isinstance(v, int) for v in levels),
+                      f"{name}: {asked['question_id']} quality {levels}")
+                check(asked["answers"][0]["answer_id"] == 1, f"{name}: {asked['question_id']} answer ids from 1")
 
     every = tables(root)
     check(len(every["question"]) == 3 and len(every["image"]) == 3, "root: every question and image")
@@ -128,6 +151,15 @@ def main():
     mappings = pd.read_csv(root / "quality_mappings.csv")
     check(not mappings.duplicated(["key", "value"]).any(), "quality_mappings: (key, value) unique")
     check(set(mappings.columns) == {"aspect", "key", "value", "level", "rating"}, f"{mappings.columns}")
+    # A loader that grades from the criteria keeps FT's questions: no scene-graph code of an FT
+    # question maps to a rating below A (aspects that do not apply are NOT_APPLICABLE, A++).
+    rating_of = {(m.key, int(m.value)): m.rating for m in mappings.itertuples() if m.key != "rating"}
+    rank = {"D": 1, "C": 2, "B": 3, "A": 4, "A+": 5, "A++": 6}
+    graded = [(column, ft["question"], column.rsplit(".", 1)[1]) for column in EXTRACTION]
+    graded.append(("question_img.quality.localization_quality", ft["question_image"], "localization_quality"))
+    for column, frame, key in graded:
+        worst = min(rank[rating_of[(key, int(v))]] for v in frame[column])
+        check(worst >= rank["A"], f"FT: {column} grades below A")
     # The vocabulary is in every folder's metadata/ (where the release's loaders look), and the
     # folder's self-description has a name of its own.
     for folder in (root, ft_dir, root / "exports" / "B_frontal"):

@@ -44,6 +44,7 @@ pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
         Arc::new(ScalarUDF::from(rating::ToRatingFunc::new())),
         Arc::new(ScalarUDF::from(rating::ReleaseRatingFunc::new())),
         Arc::new(ScalarUDF::from(release::KeepImagesFunc::new())),
+        Arc::new(ScalarUDF::from(release::EveryImageFunc::new())),
         Arc::new(ScalarUDF::from(release::ListLengthFunc::new())),
         Arc::new(ScalarUDF::from(conform_to::ConformToFunc::new())),
         Arc::new(ScalarUDF::from(release::SampleHashFunc::new())),

@@ -23,6 +23,9 @@ pub(crate) enum Scalar {
     StudyId,
     /// An integer.
     Int,
+    /// An answer part's id. Lake: 0-based within its question. JSON: 1-based, as the public
+    /// preview of the release's files shows (`1`, `2`, …).
+    AnswerId,
     /// A boolean or null.
     Bool,
     /// One of these strings, or null.
@@ -352,7 +355,7 @@ pub(crate) static ANSWER_QUALITY: Node = Node {
 pub(crate) static ANSWER: Node = Node {
     name: "answer part",
     fields: &[
-        ("answer_id", Shape::Scalar(Scalar::Int)),
+        ("answer_id", Shape::Scalar(Scalar::AnswerId)),
         ("answer_type", Shape::Scalar(Scalar::Enum(d2::ANSWER_TYPES))),
         ("answer_level", Shape::Scalar(Scalar::Int)),
         ("text", Shape::Scalar(Scalar::Text)),

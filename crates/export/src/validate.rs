@@ -266,6 +266,8 @@ impl Validator {
                 .then(|| format!("expected a study id like s50414267, found {value}")),
             Scalar::Int => (!value.is_i64() && !value.is_u64())
                 .then(|| format!("expected an integer, found {found} {value}")),
+            Scalar::AnswerId => (!value.as_i64().is_some_and(|id| id >= 1))
+                .then(|| format!("expected an answer id of at least 1, found {found} {value}")),
             Scalar::Bool => (!value.is_null() && !value.is_boolean())
                 .then(|| format!("expected a boolean or null, found {found}")),
             Scalar::OneOf(allowed) | Scalar::Respelled(&layout::Respelling { allowed, .. }) => {
@@ -650,7 +652,7 @@ mod tests {
         assert_eq!(
             name,
             [
-                "study_quality.change_quality: \"NO_ISSUES\" is not a change_quality value, one of 0, 1, 2, 3"
+                "study_quality.change_quality: \"NO_ISSUES\" is not a change_quality value, one of 0, 1, 2, 3, 9"
             ]
         );
         let out_of_range =

@@ -312,6 +312,10 @@ impl<'c> FieldPlan<'c> {
                 }
                 None => column.write_json(row, out)?,
             },
+            (Shape::Scalar(Scalar::AnswerId), Some(column), _) => match column.int(row) {
+                Some(id) => put(out, &(id + 1))?,
+                None => column.write_json(row, out)?,
+            },
             (Shape::Scalar(Scalar::Respelled(respelling)), Some(column), _) => {
                 match column.str(row).and_then(|value| respelling.respell(value)) {
                     Some(Some(value)) => put(out, value)?,
@@ -774,9 +778,10 @@ mod tests {
                 .collect()
         };
         let answers = &value["answers"];
-        assert_eq!(ids(answers), [0, 2]);
-        assert_eq!(ids(&answers[0]["sub_answers"]), [1]);
-        assert_eq!(ids(&answers[0]["sub_answers"][0]["sub_answers"]), [3]);
+        // 1-based in the release (the lake's 0, 2, 1, 3).
+        assert_eq!(ids(answers), [1, 3]);
+        assert_eq!(ids(&answers[0]["sub_answers"]), [2]);
+        assert_eq!(ids(&answers[0]["sub_answers"][0]["sub_answers"]), [4]);
         assert_eq!(answers[1]["sub_answers"], json!([]));
         let child = &answers[0]["sub_answers"][0];
         assert_eq!(child["laterality"], json!("likely_bilateral"));

@@ -34,6 +34,9 @@ pub struct Codes {
     /// Per aspect key (sorted), its codes (sorted) with their level names: a few short lists,
     /// searched faster than hashing the key and the code of every quality value.
     levels: Vec<(String, Vec<(i64, String)>)>,
+    /// The first answer id of a question: 1 in the release (and in cxrlake's exports since
+    /// 2026-12-06), 0 in cxrlake's earlier exports; the lake's ids start at 0.
+    pub answer_ids_from: i64,
 }
 
 impl Codes {
@@ -61,7 +64,10 @@ impl Codes {
             })
             .collect();
         levels.sort_unstable();
-        Self { levels }
+        Self {
+            levels,
+            answer_ids_from: 1,
+        }
     }
 
     /// The codes of a `quality_mappings.csv` (`aspect,key,value,level,rating`; the rating rows
@@ -641,6 +647,9 @@ fn value(
                 "quality value {value} is not an integer code"
             ))),
             (Number::Big(value), _) => Err(Error::data(format!("{value} is out of range"))),
+            (Number::Int(id), Shape::Scalar(Scalar::AnswerId)) => {
+                written(column.push_i64(id - cx.codes.answer_ids_from))
+            }
             (Number::Int(value), Shape::Scalar(_)) => written(column.push_i64(value)),
             (Number::Float(value), Shape::Scalar(_)) => written(column.push_f64(value)),
             _ => Err(mismatch(shape, "a number")),
@@ -916,9 +925,9 @@ mod tests {
                 "sentence_name_quality": 2, "change_quality": 3, "general_issue_level": 1},
             "question_img_localization_quality": {"img1": 4},
             "question": "Is there a pleural effusion?",
-            "answers": [{"answer_id": 0, "answer_type": "main_answer", "answer_level": 0,
+            "answers": [{"answer_id": 1, "answer_type": "main_answer", "answer_level": 0,
                 "text": "Yes.", "modifiers": [["severity", "small"]], "regions": ["left lung"],
-                "sub_answers": [{"answer_id": 1, "answer_type": "details", "answer_level": 1,
+                "sub_answers": [{"answer_id": 2, "answer_type": "details", "answer_level": 1,
                     "text": "Small.", "from_report": true, "sub_answers": []}],
                 "localization": {"img1": {"bboxes": [[1, 2, 3.5, 4], [5, 6, 7, 8]],
                     "localization_reference_ids": ["left lung"], "missing_localization": [],
@@ -976,17 +985,17 @@ mod tests {
                 "localization_quality": 2},
             "question_img_localization_quality": {"img1": 4},
             "question": "Is there a pleural effusion?",
-            "answers": [{"answer_id": 0, "answer_type": "main_answer", "answer_level": 0,
+            "answers": [{"answer_id": 1, "answer_type": "main_answer", "answer_level": 0,
                 "text": "Yes.", "laterality": "likely_bilateral",
                 "modifiers": [["severity", "small"]],
-                "sub_answers": [{"answer_id": 1, "answer_type": "details", "answer_level": 1,
+                "sub_answers": [{"answer_id": 2, "answer_type": "details", "answer_level": 1,
                     "text": "Small.", "from_report": true, "sub_answers": [
-                        {"answer_id": 2, "answer_type": "details", "answer_level": 2,
+                        {"answer_id": 3, "answer_type": "details", "answer_level": 2,
                          "text": "Left.", "from_report": false, "sub_answers": []}]}],
                 "localization": {"img1": {"bboxes": [[1, 2, 3.5, 4]], "localization_reference_ids": [],
                     "missing_localization": [], "is_fallback": false, "localization_quality": 4}},
                 "from_report": true, "answer_quality": {"entailment": 3, "rating": "5_A+"}},
-                {"answer_id": 3, "answer_type": "related_information", "answer_level": 0,
+                {"answer_id": 4, "answer_type": "related_information", "answer_level": 0,
                  "text": "Also.", "from_report": false, "sub_answers": []}],
             "question_quality": {"question_clarity": 2, "completeness": 2, "rating": "3_B"},
             "unknown_key": {"ignored": [1, 2]},
@@ -1082,8 +1091,8 @@ mod tests {
         let good = json!({"question_id": "Q1", "question_type": "D02",
             "question_strategy": "finding", "contains_report_answers": true,
             "contains_template_answers": false, "question": "Why?",
-            "answers": [{"answer_id": 0, "answer_type": "main_answer", "answer_level": 0,
-                "from_report": true, "sub_answers": [{"answer_id": 1, "answer_type": "details",
+            "answers": [{"answer_id": 1, "answer_type": "main_answer", "answer_level": 0,
+                "from_report": true, "sub_answers": [{"answer_id": 2, "answer_type": "details",
                 "answer_level": 1, "from_report": true}]}]});
         let mut partial = good.clone();
         partial["answers"][0]["sub_answers"][0]

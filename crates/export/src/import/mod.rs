@@ -150,6 +150,9 @@ struct Sources {
     zips: Vec<PathBuf>,
     mappings: Option<PathBuf>,
     info: Option<PathBuf>,
+    /// Written by cxrlake before 2026-12-06 (its folders described themselves in a
+    /// `dataset_info.json` with `cxrlake_version`): answer ids start at 0, not 1.
+    zero_based_answers: bool,
 }
 
 fn import_error(path: &Path, reason: impl Into<String>) -> ExportError {
@@ -165,6 +168,7 @@ impl Sources {
             zips: Vec::new(),
             mappings: None,
             info: None,
+            zero_based_answers: false,
         };
         if path.is_file() {
             sources.zips.push(path.to_path_buf());
@@ -200,6 +204,12 @@ impl Sources {
             .iter()
             .map(|dir| dir.join("metadata/dataset_info.json"))
             .find(|file| file.is_file());
+        sources.zero_based_answers = candidates.iter().any(|dir| {
+            std::fs::read(dir.join("dataset_info.json"))
+                .ok()
+                .and_then(|bytes| serde_json::from_slice::<Value>(&bytes).ok())
+                .is_some_and(|info| info.get("cxrlake_version").is_some())
+        });
         Ok(sources)
     }
 }
@@ -319,7 +329,7 @@ impl Release {
 pub async fn import_release(lake: &Lake, import: &ReleaseImport) -> Result<ImportSummary> {
     let started = Instant::now();
     let sources = Sources::find(&import.path)?;
-    let codes = match &sources.mappings {
+    let mut codes = match &sources.mappings {
         Some(file) => {
             let text =
                 std::fs::read_to_string(file).map_err(|e| import_error(file, e.to_string()))?;
@@ -333,6 +343,9 @@ pub async fn import_release(lake: &Lake, import: &ReleaseImport) -> Result<Impor
             Codes::builtin()
         }
     };
+    if sources.zero_based_answers {
+        codes.answer_ids_from = 0;
+    }
     let version = sources
         .info
         .as_ref()

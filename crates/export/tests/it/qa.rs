@@ -110,7 +110,8 @@ fn in_order(text: &str, from: usize, keys: &[&str]) -> bool {
 fn flatten(parts: &Value, parent: i64, out: &mut BTreeSet<(i64, i64, i64)>) {
     let mut previous = -1;
     for part in parts.as_array().expect("answer list") {
-        let id = part["answer_id"].as_i64().expect("answer_id");
+        // The release counts answer ids from 1, the lake from 0.
+        let id = part["answer_id"].as_i64().expect("answer_id") - 1;
         assert!(id > previous, "siblings in answer_id order");
         previous = id;
         let level = part["answer_level"].as_i64().expect("answer_level");
@@ -321,8 +322,8 @@ fn study() -> Value {
             "extraction_quality": quality, "answer_quality": answer_quality, "sub_answers": []
         })
     };
-    let mut main = part(0, 0, "main_answer", false);
-    main["sub_answers"] = json!([part(1, 1, "details", true)]);
+    let mut main = part(1, 0, "main_answer", false);
+    main["sub_answers"] = json!([part(2, 1, "details", true)]);
     json!({
         "patient_id": "p10000032", "study_id": "s50414267",
         "questions": [{
@@ -332,7 +333,7 @@ fn study() -> Value {
             "contains_template_answers": true, "extraction_quality": quality,
             "question_img_localization_quality": {"02aa804e": 4},
             "question": "Is there any indication of pleural effusion?",
-            "answers": [main, part(2, 0, "related_information", false)],
+            "answers": [main, part(3, 0, "related_information", false)],
             "question_quality": {"question_clarity": 2, "completeness": 2, "rating": "5_A+"},
             "extractor": "rules", "embedder": "lexical"
         }]
