@@ -15,8 +15,8 @@ SELECT q.patient_id, q.study_id, q.question_id, q.question_type, q.question_stra
            'change_quality', coalesce(q.extraction_quality['change_quality'], 'NOT_APPLICABLE'),
            'general_issue_level', coalesce(q.extraction_quality['general_issue_level'], 'NOT_APPLICABLE')
        ) AS extraction_quality,
-       every_image(keep_images(q.question_img_localization_quality, s.image_ids), s.image_ids,
-                   'NOT_APPLICABLE') AS question_img_localization_quality,
+       every_image(q.question_img_localization_quality, s.image_ids, 'NOT_APPLICABLE')
+           AS question_img_localization_quality,
        q.question,
        keep_images(q.answers, s.image_ids) AS answers,
        q.question_quality, q.rating, q.rating_rank, q.extractor, q.embedder, q.judge, s.split

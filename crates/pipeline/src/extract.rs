@@ -116,6 +116,11 @@ impl Stage for Extract {
                 None,
             ),
         };
+        // Only the LLM backend leaves studies unfinished (and reads the lake's history for them).
+        let retried = match client {
+            Some(_) => crate::incremental::unfinished_studies(pipeline, &DEF).await?,
+            None => BTreeSet::new(),
+        };
         Ok(Prepared::new(
             functions,
             vec![("extractor", ScalarValue::from(extractor.as_str()))],
@@ -125,10 +130,7 @@ impl Stage for Extract {
             client,
             failures: 0,
             max_failure_share: pipeline.config().llm_max_failure_share,
-            retried: match crate::incremental::unfinished_studies(pipeline, &DEF).await? {
-                Scope::Studies(studies) => studies,
-                Scope::All => BTreeSet::new(),
-            },
+            retried,
             unfinished: BTreeSet::new(),
         }))
     }

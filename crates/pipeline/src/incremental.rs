@@ -223,17 +223,20 @@ async fn last_commit(
 
 /// The studies the stage's last run left unfinished (LLM answers it could not use), from that
 /// run's commits on the stage's first output table (the next run asks them again).
-pub(crate) async fn unfinished_studies(pipeline: &Pipeline, def: &StageDef) -> Result<Scope> {
+pub(crate) async fn unfinished_studies(
+    pipeline: &Pipeline,
+    def: &StageDef,
+) -> Result<BTreeSet<String>> {
+    let mut studies = BTreeSet::new();
     let Some(table) = def.outputs.first() else {
-        return Ok(Scope::none());
+        return Ok(studies);
     };
     let history = match pipeline.lake().history(table, Some(2_000)).await {
         Ok(history) => history,
-        Err(cxrlake_lake::LakeError::NoSuchTable { .. }) => return Ok(Scope::none()),
+        Err(cxrlake_lake::LakeError::NoSuchTable { .. }) => return Ok(studies),
         Err(e) => return Err(e.into()),
     };
     let mut last_run = None;
-    let mut studies = BTreeSet::new();
     for commit in history {
         let Some(stage) = commit.stage.filter(|s| s.stage == def.name) else {
             continue;
@@ -248,7 +251,7 @@ pub(crate) async fn unfinished_studies(pipeline: &Pipeline, def: &StageDef) -> R
             studies.extend(metrics.unfinished);
         }
     }
-    Ok(Scope::Studies(studies))
+    Ok(studies)
 }
 
 /// The studies `producer` changed in `table` after version `since` (its commits' `changed`).
@@ -399,7 +402,7 @@ async fn decide(
         plan.all(format!("sql/{}.sql changed", def.name));
         return Ok(plan);
     }
-    let unfinished = unfinished_studies(pipeline, def).await?;
+    let unfinished = Scope::Studies(unfinished_studies(pipeline, def).await?);
     plan.add(
         &unfinished,
         format!(
