@@ -1,8 +1,10 @@
 //! The user guide cannot rot: every command of README.md and `docs/**/*.md` in a fenced block
 //! tagged `sh` runs here, page by page, as a user would run it from a clone's root after
 //! `./scripts/run` (blocks tagged `sh no-run` need what a test machine lacks: an LLM server, a
-//! cluster, an object store, hours). Each page runs its blocks in order, as one bash script with
-//! `set -e`, in its own copy of one working folder built once per test process:
+//! cluster, an object store, hours; their `cxrlake` commands are parsed as the binary parses
+//! them, their `--set` keys checked and the scripts they name found, so a renamed flag or key
+//! fails here too). Each page runs its blocks in order, as one bash script with `set -e`, in its
+//! own copy of one working folder built once per test process:
 //!
 //! - `corpus/`, `lake/`, `release/`, `flavours/`: `cxrlake demo` on a small synthetic corpus
 //!   (every stage, the four flavours, the release and the flavours' exports);
@@ -208,6 +210,106 @@ page_tests! {
     troubleshooting => "docs/troubleshooting.md",
     testing => "docs/testing.md",
     design => "docs/design.md",
+}
+
+/// The words of a shell command line: whitespace-separated, `'…'` and `"…"` quoting, no
+/// expansion (the guide's commands need no more).
+fn words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word: Option<String> = None;
+    let mut quote: Option<char> = None;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.get_or_insert_default().push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                word.get_or_insert_default();
+            }
+            (None, c) if c.is_whitespace() => out.extend(word.take()),
+            (None, c) => word.get_or_insert_default().push(c),
+        }
+    }
+    assert!(quote.is_none(), "an unclosed quote in: {line}");
+    out.extend(word);
+    out
+}
+
+/// The commands of a block: lines joined over `\` continuations, comments (` #…`) and a
+/// trailing `&` removed, leading `NAME=value` assignments dropped.
+fn commands(block: &str) -> Vec<Vec<String>> {
+    let joined = block.replace("\\\n", " ");
+    joined
+        .lines()
+        .map(|line| {
+            let line = line.split(" #").next().unwrap_or("").trim();
+            let line = line.strip_suffix('&').unwrap_or(line).trim();
+            let mut words = words(line);
+            let assignments = words
+                .iter()
+                .take_while(|w| w.contains('=') && !w.starts_with('-'))
+                .count();
+            words.drain(..assignments);
+            words
+        })
+        .filter(|words| !words.is_empty() && !words[0].starts_with('#'))
+        .collect()
+}
+
+/// The `sh no-run` blocks cannot run here, but their `cxrlake` commands must still be ones the
+/// binary accepts: each parses with the CLI's own parser, each `--set KEY=VALUE` names a setting
+/// that takes the value, and each script named is in `scripts/` and executable.
+#[test]
+fn commands_that_do_not_run_here_still_parse() {
+    use clap::Parser;
+    use std::os::unix::fs::PermissionsExt;
+    let mut checked = 0;
+    for page in pages() {
+        let markdown = std::fs::read_to_string(repository().join(&page)).expect("page");
+        for block in blocks(&markdown).iter().filter(|b| b.info == "sh no-run") {
+            for command in commands(&block.text) {
+                let at = format!("{page}:{}: `{}`", block.line, command.join(" "));
+                let program = command[0].trim_start_matches("./");
+                if program == "cxrlake" {
+                    if let Err(e) = cxrlake::cli::Cli::try_parse_from(&command) {
+                        panic!("{at} does not parse:\n{e}");
+                    }
+                    let mut settings = cxrlake_lake::Settings::default();
+                    for pair in command.windows(2).filter(|w| w[0] == "--set") {
+                        let (key, value) = pair[1]
+                            .split_once('=')
+                            .unwrap_or_else(|| panic!("{at}: --set {} is not KEY=VALUE", pair[1]));
+                        if let Err(e) = settings.set(key, value) {
+                            panic!("{at}: --set {key}={value}: {e}");
+                        }
+                    }
+                    checked += 1;
+                } else if program.starts_with("scripts/") {
+                    let mode = std::fs::metadata(repository().join(program))
+                        .unwrap_or_else(|e| panic!("{at}: {program}: {e}"))
+                        .permissions()
+                        .mode();
+                    assert!(mode & 0o111 != 0, "{at}: {program} is not executable");
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked >= 30, "only {checked} commands checked: did the blocks move?");
+}
+
+#[test]
+fn a_command_with_a_renamed_flag_does_not_parse() {
+    use clap::Parser;
+    let good = &commands("cxrlake run --llm-endpoint http://127.0.0.1:8080/v1 \\\n  --model m &  # x\n")[0];
+    assert_eq!(good.len(), 6, "{good:?}");
+    assert!(cxrlake::cli::Cli::try_parse_from(good).is_ok());
+    let renamed = &commands("cxrlake run --llm-url http://127.0.0.1:8080/v1")[0];
+    assert!(cxrlake::cli::Cli::try_parse_from(renamed).is_err());
+    assert_eq!(
+        commands(r#"LLM=1 cxrlake sql "SELECT 'a b'""#)[0],
+        ["cxrlake", "sql", "SELECT 'a b'"]
+    );
 }
 
 #[test]
