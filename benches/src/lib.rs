@@ -59,7 +59,7 @@ pub async fn pipeline(
     lake: &cxrlake_lake::Lake,
     settings: &[(&str, &str)],
 ) -> cxrlake_pipeline::Pipeline {
-    let mut builder = cxrlake_pipeline::Pipeline::builder(lake.clone());
+    let mut builder = cxrlake_pipeline::Pipeline::builder(lake.clone(), cxrlake_flavours::ALL);
     for (key, value) in settings {
         builder = builder.set(key, value).expect("setting");
     }

@@ -11,7 +11,7 @@ use datafusion::common::{Result, exec_err};
 use datafusion::logical_expr::ColumnarValue;
 
 /// Argument `index` as UTF-8 strings.
-pub(crate) fn utf8_arg(args: &[ArrayRef], index: usize, function: &str) -> Result<ArrayRef> {
+pub fn utf8_arg(args: &[ArrayRef], index: usize, function: &str) -> Result<ArrayRef> {
     let Some(array) = args.get(index) else {
         return exec_err!("{function}: missing argument {}", index + 1);
     };
@@ -19,7 +19,7 @@ pub(crate) fn utf8_arg(args: &[ArrayRef], index: usize, function: &str) -> Resul
 }
 
 /// Argument `index` as a list of UTF-8 strings.
-pub(crate) fn utf8_list_arg(args: &[ArrayRef], index: usize, function: &str) -> Result<ArrayRef> {
+pub fn utf8_list_arg(args: &[ArrayRef], index: usize, function: &str) -> Result<ArrayRef> {
     let Some(array) = args.get(index) else {
         return exec_err!("{function}: missing argument {}", index + 1);
     };
@@ -27,7 +27,7 @@ pub(crate) fn utf8_list_arg(args: &[ArrayRef], index: usize, function: &str) -> 
 }
 
 /// The strings of list row `row`, borrowed from the list's values (empty for NULL).
-pub(crate) fn list_strs(list: &ArrayRef, row: usize) -> Vec<&str> {
+pub fn list_strs(list: &ArrayRef, row: usize) -> Vec<&str> {
     let list = list.as_list::<i32>();
     if list.is_null(row) {
         return Vec::new();
@@ -49,7 +49,8 @@ pub(crate) fn list_strs(list: &ArrayRef, row: usize) -> Vec<&str> {
 /// report that the judge and grade stages join onto every QA pair and judge group is passed as
 /// `Dictionary(Int32, Utf8)`, one copy per study, where a cast to plain UTF-8 would copy it
 /// once per row (a 4 MB report on 2,000 rows: 8 GB).
-pub(crate) enum Texts {
+#[derive(Debug)]
+pub enum Texts {
     /// Plain UTF-8 strings.
     Plain(ArrayRef),
     /// Keys (as Int64) into UTF-8 values.
@@ -58,7 +59,7 @@ pub(crate) enum Texts {
 
 impl Texts {
     /// Argument `index` of `function`.
-    pub(crate) fn of(args: &[ArrayRef], index: usize, function: &str) -> Result<Self> {
+    pub fn of(args: &[ArrayRef], index: usize, function: &str) -> Result<Self> {
         let Some(array) = args.get(index) else {
             return exec_err!("{function}: missing argument {}", index + 1);
         };
@@ -72,7 +73,7 @@ impl Texts {
     }
 
     /// The text of row `row` (empty for NULL).
-    pub(crate) fn get(&self, row: usize) -> &str {
+    pub fn get(&self, row: usize) -> &str {
         match self {
             Texts::Plain(strings) => string_at(strings, row),
             Texts::Dictionary { keys, values } => {
@@ -87,7 +88,7 @@ impl Texts {
 }
 
 /// The string of row `row` (empty for NULL).
-pub(crate) fn string_at(array: &ArrayRef, row: usize) -> &str {
+pub fn string_at(array: &ArrayRef, row: usize) -> &str {
     let strings = array.as_string::<i32>();
     if strings.is_null(row) {
         ""
@@ -98,7 +99,7 @@ pub(crate) fn string_at(array: &ArrayRef, row: usize) -> &str {
 
 /// The body of a one-text function returning `list<utf8>` (`lint_banned_terms`, `rexvqa_phi`):
 /// `items` of each row's text, NULL for a NULL text; `function` names errors.
-pub(crate) fn text_to_list(
+pub fn text_to_list(
     args: &[ColumnarValue],
     function: &str,
     items: impl Fn(&str) -> Vec<String>,

@@ -5,26 +5,22 @@
 //! functions, the rating-order rule and the zero-copy unnest ([`unnest`]), so any SQL over the
 //! lake sees the same semantics.
 
-mod args;
+pub mod args;
 pub mod boxes;
 pub mod conform_to;
 pub mod extract;
-pub mod gemex;
 pub mod generate;
-pub mod givcxr;
 pub mod grade;
 pub mod graph;
 pub mod judge;
 mod llm_ask;
 pub mod localize;
 pub mod map;
-pub mod mimic_cxr_vqa;
 pub mod portable;
 pub mod qa;
 pub mod rating;
 pub mod release;
-pub mod rexvqa;
-mod rows;
+pub mod rows;
 pub mod unnest;
 
 use std::sync::Arc;
@@ -39,8 +35,6 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 pub fn scalar_functions() -> Vec<Arc<ScalarUDF>> {
     vec![
         Arc::new(ScalarUDF::from(rating::RatingRankFunc::new())),
-        Arc::new(ScalarUDF::from(mimic_cxr_vqa::MimicCxrVqaHeartFunc::new())),
-        Arc::new(ScalarUDF::from(rexvqa::RexvqaPhiFunc::new())),
         Arc::new(ScalarUDF::from(rating::ToRatingFunc::new())),
         Arc::new(ScalarUDF::from(rating::ReleaseRatingFunc::new())),
         Arc::new(ScalarUDF::from(release::KeepImagesFunc::new())),

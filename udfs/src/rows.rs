@@ -23,7 +23,7 @@ struct WrappedRef<'a, T> {
 }
 
 /// Each row of `array` as a `T` (`None` for NULL rows); `function` names errors.
-pub(crate) fn decode_rows<T: DeserializeOwned + Send>(
+pub fn decode_rows<T: DeserializeOwned + Send>(
     array: &ArrayRef,
     function: &str,
 ) -> Result<Vec<Option<T>>> {
@@ -60,10 +60,7 @@ pub(crate) fn decode_rows<T: DeserializeOwned + Send>(
 }
 
 /// An array of `data_type` with one row per value.
-pub(crate) fn encode_rows<S: Serialize + Sync>(
-    rows: &[S],
-    data_type: &DataType,
-) -> Result<ArrayRef> {
+pub fn encode_rows<S: Serialize + Sync>(rows: &[S], data_type: &DataType) -> Result<ArrayRef> {
     if rows.is_empty() {
         return Ok(new_empty_array(data_type));
     }

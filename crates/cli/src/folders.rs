@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use cxrlake_lake::Lake;
 use cxrlake_lake::transfer::{RemoteFolder, is_url};
 
-use crate::cli::say;
 use crate::error::{CliError, Result};
+use crate::output::say;
 
 /// A folder a command writes: local, or staged for an object store.
 #[derive(Debug)]

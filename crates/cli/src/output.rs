@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
@@ -86,4 +86,14 @@ pub fn write_parquet(schema: SchemaRef, batches: &[RecordBatch], path: &Path) ->
     }
     writer.close().map_err(|e| output_error(path, e))?;
     Ok(())
+}
+
+/// Writes one line of user-facing output.
+pub fn say(out: &mut dyn Write, text: std::fmt::Arguments<'_>) -> Result<()> {
+    out.write_fmt(text)
+        .and_then(|()| out.write_all(b"\n"))
+        .map_err(|e| CliError::Output {
+            path: PathBuf::from("stdout"),
+            source: Box::new(e),
+        })
 }

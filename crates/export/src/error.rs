@@ -4,16 +4,17 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-/// The `cxrlake run` stage that writes `table` (or the table a column path such as
-/// `qa.answers.localization` starts with).
-fn stage_of(table: &str) -> &'static str {
+/// What `cxrlake run` needs to write `table` (or the table a column path such as
+/// `qa.answers.localization` starts with): the stage for the core tables, else the flavour, whose
+/// tables are named `<flavour>_<name>`.
+fn stage_of(table: &str) -> String {
     match table.split('.').next().unwrap_or(table) {
-        "qa" => "qa",
-        "gemex_qa" => "--flavour gemex gemex_generate",
-        "mimic_cxr_vqa_qa" => "--flavour mimic_cxr_vqa mimic_cxr_vqa_answer",
-        "rexvqa_questions" => "--flavour rexvqa rexvqa_filter",
-        "givcxr_dataset" => "--flavour givcxr givcxr_filter",
-        _ => "graph",
+        "qa" => "qa".into(),
+        "scene_graphs" => "graph".into(),
+        other => match other.rsplit_once('_') {
+            Some((flavour, _)) => format!("--flavour {flavour}"),
+            None => "graph".into(),
+        },
     }
 }
 

@@ -27,13 +27,13 @@ use crate::error::{ExportError, Result};
 
 /// `p10/p10000032`: the folder of a patient's files (`pXX` = the first three characters of the
 /// prefixed patient id).
-pub(crate) fn patient_folder(patient_id: &str) -> PathBuf {
+pub fn patient_folder(patient_id: &str) -> PathBuf {
     let group = patient_id.get(..3).unwrap_or(patient_id);
     [group, patient_id].iter().collect()
 }
 
 /// `prefix` followed by at least `min_digits` ASCII digits and nothing else.
-pub(crate) fn is_id(id: &str, prefix: char, min_digits: usize) -> bool {
+pub fn is_id(id: &str, prefix: char, min_digits: usize) -> bool {
     id.strip_prefix(prefix).is_some_and(|digits| {
         digits.len() >= min_digits && digits.bytes().all(|b| b.is_ascii_digit())
     })
@@ -42,7 +42,7 @@ pub(crate) fn is_id(id: &str, prefix: char, min_digits: usize) -> bool {
 /// The ids of row `row` of `table` if they are safe to name folders and files with: a patient
 /// id of `p` and two digits at least (the folder `pXX` takes the first three characters), a
 /// study id of `s` and digits.
-pub(crate) fn checked_ids<'a>(
+pub fn checked_ids<'a>(
     table: &'static str,
     row: usize,
     patient_id: Option<&'a str>,
@@ -72,7 +72,7 @@ pub(crate) fn checked_ids<'a>(
 }
 
 /// Creates `folder` and its parents.
-pub(crate) fn create_folder(folder: &Path) -> Result<()> {
+pub fn create_folder(folder: &Path) -> Result<()> {
     std::fs::create_dir_all(folder).map_err(|source| ExportError::Io {
         path: folder.to_path_buf(),
         source,
@@ -81,7 +81,7 @@ pub(crate) fn create_folder(folder: &Path) -> Result<()> {
 
 /// A hidden temporary name next to `target` (`.qa.zip.<pid>.tmp`), for a file renamed over
 /// `target` once complete; `target`'s folder is created.
-pub(crate) fn hidden_temp(target: &Path) -> Result<PathBuf> {
+pub fn hidden_temp(target: &Path) -> Result<PathBuf> {
     if let Some(parent) = target.parent() {
         create_folder(parent)?;
     }
@@ -93,7 +93,7 @@ pub(crate) fn hidden_temp(target: &Path) -> Result<PathBuf> {
 }
 
 /// Writes `bytes` to `path` atomically, naming the path if it fails.
-pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic(path, bytes).map_err(|source| ExportError::Io {
         path: path.to_path_buf(),
         source,
@@ -101,23 +101,23 @@ pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Suffix of temporary files.
-pub(crate) const TEMP_SUFFIX: &str = ".tmp";
+pub const TEMP_SUFFIX: &str = ".tmp";
 
 /// The deflate level of zip members and `.csv.gz` files: 6, zlib's default and what Python's
 /// `zipfile` writes. With flate2's zlib-rs backend, synthetic studies' `qa.json` files compress
 /// 31× at ~280 MB/s where level 1 gave 15× at ~670 MB/s, and the metadata CSVs 17–29× instead of
 /// 8–17×: a release about half the size for a little more export CPU.
-pub(crate) const DEFLATE_LEVEL: u32 = 6;
+pub const DEFLATE_LEVEL: u32 = 6;
 
 static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 
 /// Writes `bytes` to `path` atomically (see the module doc).
-pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     write_atomic_with(path, |file| file.write_all(bytes))
 }
 
 /// Writes `path` atomically with `write`; if `write` fails, `path` is left as it was.
-pub(crate) fn write_atomic_with(
+pub fn write_atomic_with(
     path: &Path,
     write: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> io::Result<()> {
@@ -173,7 +173,8 @@ impl Drop for TempFile {
 /// A JSON array file being written (one record per line) to a hidden temporary file, renamed
 /// into place by [`JsonArray::finish`]. The array is the whole file, or sits in an envelope
 /// ([`JsonArray::open_enveloped`]).
-pub(crate) struct JsonArray {
+#[derive(Debug)]
+pub struct JsonArray {
     writer: BufWriter<File>,
     temp: PathBuf,
     target: PathBuf,
@@ -183,17 +184,13 @@ pub(crate) struct JsonArray {
 
 impl JsonArray {
     /// Starts the array of `target`.
-    pub(crate) fn open(target: PathBuf) -> Result<Self> {
+    pub fn open(target: PathBuf) -> Result<Self> {
         Self::open_enveloped(target, b"[", b"\n]\n")
     }
 
     /// Starts the array of `target` inside an envelope: `prefix` ends with the array's `[`,
     /// `suffix` (written by [`JsonArray::finish`]) starts with a newline and its `]`.
-    pub(crate) fn open_enveloped(
-        target: PathBuf,
-        prefix: &[u8],
-        suffix: &'static [u8],
-    ) -> Result<Self> {
+    pub fn open_enveloped(target: PathBuf, prefix: &[u8], suffix: &'static [u8]) -> Result<Self> {
         let temp = hidden_temp(&target)?;
         let file = File::create(&temp).map_err(|source| ExportError::Io {
             path: temp.clone(),
@@ -220,7 +217,7 @@ impl JsonArray {
     }
 
     /// Appends one record.
-    pub(crate) fn record(&mut self, value: &impl Serialize) -> Result<()> {
+    pub fn record(&mut self, value: &impl Serialize) -> Result<()> {
         let separator: &[u8] = if self.first { b"\n" } else { b",\n" };
         self.first = false;
         self.write(separator)?;
@@ -229,12 +226,12 @@ impl JsonArray {
     }
 
     /// The file it becomes.
-    pub(crate) fn target(&self) -> &Path {
+    pub fn target(&self) -> &Path {
         &self.target
     }
 
     /// Closes the array (and its envelope) and renames the file into place; its size.
-    pub(crate) fn finish(mut self) -> Result<u64> {
+    pub fn finish(mut self) -> Result<u64> {
         self.write(self.suffix)?;
         let io = |path: &Path| {
             let path = path.to_path_buf();
@@ -253,7 +250,7 @@ impl JsonArray {
 }
 
 /// The image file of `image_id`, as MIMIC-CXR-JPG names it.
-pub(crate) fn image_path(patient_id: &str, study_id: &str, image_id: &str) -> String {
+pub fn image_path(patient_id: &str, study_id: &str, image_id: &str) -> String {
     let group = patient_id.get(..3).unwrap_or(patient_id);
     format!("files/{group}/{patient_id}/{study_id}/{image_id}.jpg")
 }

@@ -18,7 +18,8 @@ use crate::error::{ExportError, Result};
 use crate::files::{JsonArray, create_folder, hidden_temp, image_path};
 
 /// What [`write_splits`] writes: the flavour and its rows' unit, the table's name for errors.
-pub(crate) struct SplitExport<'a> {
+#[derive(Debug)]
+pub struct SplitExport<'a> {
     /// The flavour (`mimic_cxr_vqa`, `rexvqa`): the folder and the summary's name.
     pub flavour: &'static str,
     /// What a row is (`QA pairs`, `MCQs`).
@@ -32,7 +33,7 @@ pub(crate) struct SplitExport<'a> {
 /// Writes `frame`'s rows under `out_dir/<flavour>/`: `<split>.json`, a JSON array of `render`ed
 /// records, and `<split>.parquet`, the rows themselves (rows without a split go to `none`).
 /// Files are written to hidden temporary files and renamed into place when complete.
-pub(crate) async fn write_splits<R: Serialize>(
+pub async fn write_splits<R: Serialize>(
     frame: DataFrame,
     export: SplitExport<'_>,
     render: impl FnMut(&Value) -> std::result::Result<R, String>,
@@ -42,7 +43,7 @@ pub(crate) async fn write_splits<R: Serialize>(
 
 /// [`write_splits`] with each `<split>.json` one object holding the records under `data`:
 /// `{"version": "<version>", "split": "<split>", "data": [records]}`.
-pub(crate) async fn write_versioned_splits<R: Serialize>(
+pub async fn write_versioned_splits<R: Serialize>(
     frame: DataFrame,
     export: SplitExport<'_>,
     version: &str,
@@ -53,7 +54,7 @@ pub(crate) async fn write_versioned_splits<R: Serialize>(
 
 /// The JSON file of `split` at `target`: an array, or with a `version` the envelope of
 /// [`write_versioned_splits`].
-pub(crate) fn open_split(target: PathBuf, split: &str, version: Option<&str>) -> Result<JsonArray> {
+pub fn open_split(target: PathBuf, split: &str, version: Option<&str>) -> Result<JsonArray> {
     let Some(version) = version else {
         return JsonArray::open(target);
     };
@@ -165,7 +166,7 @@ impl std::fmt::Display for SplitFiles {
 }
 
 /// Calls `each` with every row of `frame` as a JSON object, in order.
-pub(crate) async fn each_json_row(
+pub async fn each_json_row(
     frame: DataFrame,
     mut each: impl FnMut(Value) -> Result<()>,
 ) -> Result<()> {
@@ -188,7 +189,7 @@ pub(crate) async fn each_json_row(
 
 /// A row's `images` (`{image_id, view_position}`) as exported: with the path MIMIC-CXR-JPG
 /// stores each under (`files/pXX/pXXXXXXXX/sXXXXXXXX/<image_id>.jpg`).
-pub(crate) fn study_images(row: &Value) -> Vec<Value> {
+pub fn study_images(row: &Value) -> Vec<Value> {
     let text = |key: &str| row.get(key).and_then(Value::as_str).unwrap_or_default();
     row.get("images")
         .and_then(Value::as_array)
@@ -209,7 +210,7 @@ pub(crate) fn study_images(row: &Value) -> Vec<Value> {
 }
 
 /// The split of a row's files: its `split`, or `none`.
-pub(crate) fn split_of(row: &Value) -> String {
+pub fn split_of(row: &Value) -> String {
     row.get("split")
         .and_then(Value::as_str)
         .unwrap_or("none")
@@ -217,12 +218,7 @@ pub(crate) fn split_of(row: &Value) -> String {
 }
 
 /// The error of row `row` of `table` that cannot be exported, naming its question.
-pub(crate) fn record_error(
-    table: &'static str,
-    row: usize,
-    value: &Value,
-    reason: String,
-) -> ExportError {
+pub fn record_error(table: &'static str, row: usize, value: &Value, reason: String) -> ExportError {
     ExportError::Record {
         table,
         row,
@@ -236,9 +232,7 @@ pub(crate) fn record_error(
 }
 
 /// Closes every array and renames it into place: the files and their bytes.
-pub(crate) fn finish_all(
-    outputs: impl IntoIterator<Item = JsonArray>,
-) -> Result<(Vec<PathBuf>, u64)> {
+pub fn finish_all(outputs: impl IntoIterator<Item = JsonArray>) -> Result<(Vec<PathBuf>, u64)> {
     let mut files = Vec::new();
     let mut bytes = 0;
     for output in outputs {

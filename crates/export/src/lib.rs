@@ -2,12 +2,10 @@
 //! `scene_graphs` table as one JSON file per study shaped as the paper's appendix D.1, the
 //! `qa` table as one JSON file per study shaped as D.2, and whole releases ([`release`]):
 //! the FT/PT/A+/A++ subsets (frontal images only) as Parquet and in the PhysioNet layout
-//! (zips of these JSON files, seven flat metadata tables, `quality_mappings.csv`). [`gemex`]
-//! writes the GEMeX flavour's `gemex_qa` table as GEMeX JSON and LLaVA instruction data,
-//! [`mimic_cxr_vqa`] and [`rexvqa`] those flavours' tables as JSON and Parquet per split,
-//! [`givcxr`] GIV-CXR's `givcxr_dataset` in its release layout (one versioned JSON object per
-//! split, Parquet, a manifest) with its seeded bbox-as-input/output training subsets;
-//! [`import`] reads a release back into a lake.
+//! (zips of these JSON files, seven flat metadata tables, `quality_mappings.csv`);
+//! [`import`] reads a release back into a lake. The flavours' exports live in their own crates
+//! (`cxrlake_gemex::export`, …) and write with [`flavour`] (JSON and Parquet per split), [`files`]
+//! (atomic files, the patient folders) and [`scan`] (a lake table, filtered and ordered).
 //!
 //! ```text
 //! <out_dir>/p10/p10000032/s50414267.scene_graph.json   export_scene_graphs
@@ -65,18 +63,14 @@ mod columns;
 pub mod d1;
 pub mod d2;
 pub mod error;
-mod files;
+pub mod files;
 pub mod flavour;
-pub mod gemex;
-pub mod givcxr;
 pub mod import;
 mod inflight;
 mod layout;
-pub mod mimic_cxr_vqa;
 pub mod qa;
 pub mod release;
-pub mod rexvqa;
-mod scan;
+pub mod scan;
 pub mod scene_graphs;
 mod sink;
 mod summary;
@@ -85,15 +79,11 @@ mod writer;
 
 pub use error::{ExportError, Result};
 pub use flavour::SplitFiles;
-pub use gemex::{GemexExport, GemexFormat, GemexSummary, export_gemex};
-pub use givcxr::{GivcxrExport, GivcxrSummary, export_givcxr};
 pub use import::{ImportSummary, ReleaseImport, import_release};
-pub use mimic_cxr_vqa::{MimicVqaExport, MimicVqaSummary, export_mimic_cxr_vqa};
 pub use qa::{QA_SUFFIX, QaExport, export_qa, qa_path};
 pub use release::{
     ReleaseExport, ReleaseFormat, ReleaseSummary, Subset, export_release, quality_mappings_csv,
 };
-pub use rexvqa::{RexvqaExport, RexvqaSummary, export_rexvqa};
 pub use scene_graphs::{
     SCENE_GRAPH_SUFFIX, SceneGraphExport, export_scene_graphs, scene_graph_json, study_path,
 };

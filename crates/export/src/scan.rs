@@ -19,7 +19,7 @@ use crate::error::{ExportError, Result};
 /// other, each computed ahead in the background (two batches deep), instead of interleaved as
 /// they finish. The same lake then always exports the same bytes (row order of Parquet, CSV and
 /// JSON files).
-pub(crate) async fn ordered_stream(
+pub async fn ordered_stream(
     frame: DataFrame,
 ) -> datafusion::error::Result<SendableRecordBatchStream> {
     let schema = std::sync::Arc::clone(frame.schema().inner());
@@ -53,7 +53,7 @@ pub(crate) async fn ordered_stream(
 
 /// A session over `lake` with cxrlake's SQL functions (ordered ratings, the release functions),
 /// whatever factory the caller opened the lake with.
-pub(crate) async fn session(lake: &Lake) -> Result<datafusion::prelude::SessionContext> {
+pub async fn session(lake: &Lake) -> Result<datafusion::prelude::SessionContext> {
     let lake = lake
         .clone()
         .with_session_factory(cxrlake_udfs::session_context_on);
@@ -73,7 +73,7 @@ pub(crate) async fn session(lake: &Lake) -> Result<datafusion::prelude::SessionC
 /// `ctx` (a [`session`] of `lake`) on the lake's engine (the `engine` setting): itself for a
 /// run in this process, else a client of the Ballista cluster with the same tables, views and
 /// functions, whose queries are planned by its scheduler and read the lake on its executors.
-pub(crate) async fn on_engine(
+pub async fn on_engine(
     lake: &Lake,
     ctx: &datafusion::prelude::SessionContext,
 ) -> Result<datafusion::prelude::SessionContext> {
@@ -86,7 +86,7 @@ pub(crate) async fn on_engine(
 }
 
 /// `table` of the lake, keeping only the rows matching `filter` (SQL over its columns).
-pub(crate) async fn filtered_table(
+pub async fn filtered_table(
     lake: &Lake,
     table: &'static str,
     filter: Option<&str>,
@@ -108,10 +108,7 @@ pub(crate) async fn filtered_table(
 }
 
 /// How a DataFusion error of a filtered query reads: the filter is invalid.
-pub(crate) fn filter_error(
-    table: &'static str,
-    filter: &str,
-) -> impl Fn(DataFusionError) -> ExportError {
+pub fn filter_error(table: &'static str, filter: &str) -> impl Fn(DataFusionError) -> ExportError {
     move |source| ExportError::Filter {
         table,
         filter: filter.to_string(),
@@ -120,11 +117,7 @@ pub(crate) fn filter_error(
 }
 
 /// The error of an export that found nothing: the filter matched nothing, or the table is empty.
-pub(crate) fn nothing_to_export(
-    lake: &Lake,
-    table: &'static str,
-    filter: Option<&str>,
-) -> ExportError {
+pub fn nothing_to_export(lake: &Lake, table: &'static str, filter: Option<&str>) -> ExportError {
     match filter {
         Some(filter) => ExportError::NoMatch {
             table,
@@ -138,7 +131,7 @@ pub(crate) fn nothing_to_export(
 }
 
 /// A column of `batch` as `utf8`.
-pub(crate) fn text_column(
+pub fn text_column(
     batch: &RecordBatch,
     name: &'static str,
     table: &'static str,

@@ -10,11 +10,15 @@
 //!  QA record ──export──► GEMeX JSON record, LLaVA conversation (tables 3, 11–14)
 //! ```
 
+pub mod evaluate;
 pub mod export;
 pub mod frame;
+pub mod functions;
 pub mod generate;
+pub mod records;
 pub mod regions;
 pub mod reground;
+pub mod stages;
 
 use std::path::PathBuf;
 

@@ -11,16 +11,20 @@
 //!        reverse negation → always flagged · supported by any fact → not flagged
 //! ```
 //!
-//! The SQL stages (`sql/givcxr/`) build the contexts from the scene graphs and ImaGenome boxes,
+//! The SQL stages (`crates/givcxr/sql/`) build the contexts from the scene graphs and ImaGenome boxes,
 //! derive the per-pair fields (aspect, clinical finding, box size, lengths), split patients and
 //! filter; the vocabularies are `refdefs/givcxr/vocabulary.toml`, the prompts `prompts/givcxr/`.
 
 pub mod answers;
 pub mod context;
+pub mod evaluate;
+pub mod export;
+pub mod functions;
 pub mod judge;
 pub mod offline;
 pub mod questions;
 pub mod split;
+pub mod stages;
 pub mod text;
 pub mod vocab;
 

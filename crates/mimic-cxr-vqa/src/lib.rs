@@ -10,8 +10,11 @@
 
 pub mod answer;
 pub mod bank;
+pub mod export;
+pub mod functions;
 pub mod judge;
 pub mod lint;
+pub mod stages;
 mod text;
 
 use std::path::PathBuf;

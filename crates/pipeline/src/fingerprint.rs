@@ -56,8 +56,7 @@ impl Fingerprint {
         &'a self,
         now: &'a BTreeMap<String, String>,
     ) -> Vec<(&'a str, Option<&'a str>, Option<&'a str>)> {
-        let keys: BTreeSet<&String> =
-            self.definitions.keys().chain(now.keys()).collect();
+        let keys: BTreeSet<&String> = self.definitions.keys().chain(now.keys()).collect();
         keys.into_iter()
             .filter_map(|key| {
                 let (old, new) = (self.definitions.get(key), now.get(key));
@@ -183,7 +182,10 @@ mod tests {
             changed: Changed::Studies(vec!["s1".into()]),
             unfinished: BTreeSet::from(["s2".to_string()]),
         };
-        assert_eq!(CommitMetrics::from_json(&metrics.to_json()), Some(metrics.clone()));
+        assert_eq!(
+            CommitMetrics::from_json(&metrics.to_json()),
+            Some(metrics.clone())
+        );
         // Commits written before `unfinished` read as having none.
         let mut older = metrics.to_json();
         older.as_object_mut().expect("object").remove("unfinished");

@@ -1,14 +1,17 @@
-//! Dataset flavours: the other seed datasets cxrlake builds over the same lake, each a named
-//! set of stages (SQL under `sql/<flavour>/`, functions under `udfs/src/<flavour>/`, prompts
-//! under `prompts/<flavour>/`, tables `<flavour>_*`) added to the pipeline graph when
-//! `cxrlake.flavours` names it (`cxrlake run --flavour gemex`). A flavour's stages are stages
-//! like the others: one runner, incremental, with their fingerprints.
+//! Dataset flavours: the other seed datasets cxrlake builds over the same lake. A flavour is one
+//! crate (`crates/<flavour>/`: its domain logic, stages, SQL, functions and tests) that declares a
+//! [`Flavour`] (its stages, added to the pipeline graph when `cxrlake.flavours` names it, and the
+//! check of its settings); `cxrlake-flavours` lists them, and whoever opens a
+//! [`Pipeline`](crate::Pipeline) passes that list ([`Pipeline::builder`](crate::Pipeline::builder)).
+//! A flavour's stages are stages like the others: one runner, incremental, with their fingerprints.
 
 use std::sync::Arc;
 
 use cxrlake_lake::{Lake, Settings};
+use datafusion::logical_expr::ScalarUDF;
 
 use crate::error::{PipelineError, Result};
+use crate::pipeline::Pipeline;
 use crate::stage::Stage;
 
 /// One flavour.
@@ -20,47 +23,25 @@ pub struct Flavour {
     pub doc: &'static str,
     /// Its stages, in run order (after the built-in ones).
     pub stages: fn() -> Vec<Arc<dyn Stage>>,
+    /// Checks that its settings name something usable (run before a run is recorded, whether
+    /// the flavour is kept or not, so that the lake stores only settings it can run with).
+    pub check: fn(&Pipeline) -> Result<()>,
+    /// SQL functions it offers every session of the `cxrlake` binary (`cxrlake sql "SELECT
+    /// rexvqa_phi(…)"`), besides those its stages bind for their own SQL.
+    pub functions: fn() -> Vec<ScalarUDF>,
 }
 
-/// Every flavour cxrlake builds.
-pub const FLAVOURS: &[Flavour] = &[
-    Flavour {
-        name: "gemex",
-        doc: "GEMeX (paper 004): report sentences re-grounded onto 30 regions, 11 grounded and \
-          explainable QA pairs per frontal image",
-        stages: crate::gemex::stages,
-    },
-    Flavour {
-        name: "mimic_cxr_vqa",
-        doc: "MIMIC-CXR-VQA (paper 001, Aas-Alas et al.): the 90-question bank sampled per study \
-          from its CheXpert labels, free-text answers from the report (paper prompt or offline), \
-          linter, four-rubric judge on a QC sample of reports",
-        stages: crate::mimic_cxr_vqa::stages,
-    },
-    Flavour {
-        name: "rexvqa",
-        doc: "ReXVQA (paper 003): each report as a bullet list, four-option MCQs with explanations \
-          over five task types, structural (v1-v4) and content (c1-c3) validators, PHI check, \
-          near-duplicate removal, balanced answer positions, stratified QC sample",
-        stages: crate::rexvqa::stages,
-    },
-    Flavour {
-        name: "givcxr",
-        doc: "GIV-CXR (paper 002): region contexts per frontal image over 36 anatomical regions, \
-          region-specific questions and answers (prompts P1/P2 or offline), hallucination judge \
-          (P3, reverse negation), rejects, review queue, patient-disjoint split",
-        stages: crate::givcxr::stages,
-    },
-];
+/// The flavours a pipeline knows (`cxrlake_flavours::ALL` for the `cxrlake` binary).
+pub type Flavours = &'static [Flavour];
 
 /// The flavours `names` (comma separated) selects; an unknown name lists the flavours.
-pub fn selected(names: &str) -> Result<Vec<&'static Flavour>> {
+pub fn selected(flavours: Flavours, names: &str) -> Result<Vec<&'static Flavour>> {
     let mut out: Vec<&'static Flavour> = Vec::new();
     for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let flavour = FLAVOURS.iter().find(|f| f.name == name).ok_or_else(|| {
+        let flavour = flavours.iter().find(|f| f.name == name).ok_or_else(|| {
             PipelineError::Config(format!(
                 "unknown flavour '{name}'; the flavours are: {}",
-                FLAVOURS
+                flavours
                     .iter()
                     .map(|f| f.name)
                     .collect::<Vec<_>>()
@@ -77,15 +58,20 @@ pub fn selected(names: &str) -> Result<Vec<&'static Flavour>> {
 /// Applies `--flavour` (`add`) and `--no-flavour` (`remove`) to the kept list
 /// (`cxrlake.flavours`, the lake's stored one unless given): a flavour is added or removed, the
 /// others stay. Unknown names list the flavours.
-pub fn keep(settings: &mut Settings, add: &[String], remove: &[String]) -> Result<()> {
+pub fn keep(
+    flavours: Flavours,
+    settings: &mut Settings,
+    add: &[String],
+    remove: &[String],
+) -> Result<()> {
     if add.is_empty() && remove.is_empty() {
         return Ok(());
     }
-    let mut kept: Vec<&str> = selected(&settings.cxrlake.flavours)?
+    let mut kept: Vec<&str> = selected(flavours, &settings.cxrlake.flavours)?
         .iter()
         .map(|f| f.name)
         .collect();
-    for flavour in selected(&add.join(","))? {
+    for flavour in selected(flavours, &add.join(","))? {
         if !kept.contains(&flavour.name) {
             kept.push(flavour.name);
         }
@@ -93,11 +79,11 @@ pub fn keep(settings: &mut Settings, add: &[String], remove: &[String]) -> Resul
     if remove.iter().any(|name| name.trim() == "all") {
         kept.clear();
     } else {
-        let removed = selected(&remove.join(","))?;
+        let removed = selected(flavours, &remove.join(","))?;
         kept.retain(|name| !removed.iter().any(|f| f.name == *name));
     }
-    // In FLAVOURS order, so that the same set is stored as the same text.
-    let text = FLAVOURS
+    // In the registry's order, so that the same set is stored as the same text.
+    let text = flavours
         .iter()
         .filter(|f| kept.contains(&f.name))
         .map(|f| f.name)
@@ -129,8 +115,8 @@ pub async fn built(lake: &Lake, flavour: &Flavour) -> Result<bool> {
 }
 
 /// The flavour whose stages include `stage`, if any.
-pub fn owning(stage: &str) -> Option<&'static Flavour> {
-    FLAVOURS
+pub fn owning(flavours: Flavours, stage: &str) -> Option<&'static Flavour> {
+    flavours
         .iter()
         .find(|f| (f.stages)().iter().any(|s| s.def().name == stage))
 }
@@ -139,21 +125,50 @@ pub fn owning(stage: &str) -> Option<&'static Flavour> {
 mod tests {
     use super::*;
 
+    fn none() -> Vec<Arc<dyn Stage>> {
+        vec![Arc::new(crate::qa::Qa)]
+    }
+
+    const TOY: &[Flavour] = &[
+        Flavour {
+            name: "toy",
+            doc: "",
+            stages: none,
+            check: |_| Ok(()),
+            functions: Vec::new,
+        },
+        Flavour {
+            name: "other",
+            doc: "",
+            stages: Vec::new,
+            check: |_| Ok(()),
+            functions: Vec::new,
+        },
+    ];
+
     #[test]
-    fn flavours_are_selected_by_name() {
-        let names: Vec<&str> = selected(" gemex, gemex ,")
-            .expect("gemex")
+    fn flavours_are_selected_by_name_and_kept_additively() {
+        let names: Vec<&str> = selected(TOY, " toy, toy ,")
+            .expect("toy")
             .iter()
             .map(|f| f.name)
             .collect();
-        assert_eq!(names, ["gemex"]);
-        assert!(selected("").expect("none").is_empty());
-        let err = selected("gemex,vqa_rad").expect_err("unknown").to_string();
+        assert_eq!(names, ["toy"]);
+        assert!(selected(TOY, "").expect("none").is_empty());
+        let err = selected(TOY, "toy,vqa_rad")
+            .expect_err("unknown")
+            .to_string();
         assert!(
-            err.contains("unknown flavour 'vqa_rad'") && err.contains("rexvqa"),
+            err.contains("unknown flavour 'vqa_rad'") && err.contains("other"),
             "{err}"
         );
-        assert_eq!(owning("gemex_generate").map(|f| f.name), Some("gemex"));
-        assert!(owning("qa").is_none());
+        assert_eq!(owning(TOY, "qa").map(|f| f.name), Some("toy"));
+        assert!(owning(TOY, "grade").is_none());
+        let mut settings = Settings::default();
+        keep(TOY, &mut settings, &["other".into()], &[]).expect("add");
+        keep(TOY, &mut settings, &["toy".into()], &[]).expect("add");
+        assert_eq!(settings.cxrlake.flavours, "toy,other");
+        keep(TOY, &mut settings, &[], &["toy".into()]).expect("remove");
+        assert_eq!(settings.cxrlake.flavours, "other");
     }
 }

@@ -26,7 +26,7 @@ use crate::stage::{Metrics, RunHooks};
 
 /// The generator a task's rows record: the offline generator's id, or
 /// `llm:<model>@<prompts version>`.
-pub(crate) fn generator_id(
+pub fn generator_id(
     pipeline: &Pipeline,
     task: &dyn GenerationTask,
     prompt_version: &str,
@@ -42,7 +42,7 @@ pub(crate) fn generator_id(
 
 /// A flavour's prompts: `<folder>/` of `cxrlake.flavour_prompts` when set, else `embedded`;
 /// `label` names the flavour in errors.
-pub(crate) fn flavour_prompts(
+pub fn flavour_prompts(
     pipeline: &Pipeline,
     folder: &str,
     embedded: fn() -> cxrlake_generate::Result<PromptSet>,
@@ -58,7 +58,8 @@ pub(crate) fn flavour_prompts(
 
 /// A task bound to its backend: the SQL function (named as the task) and, for an LLM, the
 /// client whose calls the hooks count.
-pub(crate) struct Bound {
+#[derive(Debug)]
+pub struct Bound {
     /// The function to register.
     pub function: ScalarUDF,
     /// The run's hooks.
@@ -67,7 +68,7 @@ pub(crate) struct Bound {
 
 /// Binds `task` (records of `record` fields) to the backend `cxrlake.generator` names; `step`
 /// is the statement that calls it, whose `g` column (the function's result) the hooks read.
-pub(crate) async fn bind(
+pub async fn bind(
     pipeline: &Pipeline,
     task: Arc<dyn GenerationTask>,
     record: Vec<Field>,
@@ -100,7 +101,7 @@ pub(crate) async fn bind(
 
 impl Bound {
     /// The stage's run: the bound function, `params`, and the hooks.
-    pub(crate) fn prepared(
+    pub fn prepared(
         self,
         params: Vec<(&'static str, datafusion::common::ScalarValue)>,
     ) -> crate::stage::Prepared {
@@ -109,7 +110,8 @@ impl Bound {
 }
 
 /// A generation stage's state: its LLM client and what its step produced.
-pub(crate) struct GenerationHooks {
+#[derive(Debug)]
+pub struct GenerationHooks {
     step: &'static str,
     generator: String,
     client: Option<Arc<LlmClient>>,

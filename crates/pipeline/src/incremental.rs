@@ -517,7 +517,7 @@ pub(crate) async fn plan(pipeline: &Pipeline, full: bool) -> Result<Plan> {
     let imported = pipeline.imported("scene_graphs").await;
     for stage in pipeline.stages() {
         let name = stage.def().name;
-        if imported && crate::flavours::owning(name).is_none() {
+        if imported && crate::flavours::owning(pipeline.flavours(), name).is_none() {
             planned.insert(name, Scope::none());
             stages.push(StagePlan::new(name));
             continue;
@@ -525,7 +525,7 @@ pub(crate) async fn plan(pipeline: &Pipeline, full: bool) -> Result<Plan> {
         let mut decision = decide(pipeline, stage.as_ref(), full, &planned).await?;
         if pipeline.is_held(name)
             && !decision.scope.is_empty()
-            && let Some(flavour) = crate::flavours::owning(name)
+            && let Some(flavour) = crate::flavours::owning(pipeline.flavours(), name)
         {
             decision.note(format!(
                 "not run: flavour {0} is no longer kept (cxrlake.flavours); `cxrlake run \

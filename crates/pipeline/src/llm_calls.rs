@@ -400,7 +400,7 @@ impl ResponseCache for LakeCache {
 }
 
 /// An LLM client's call accounting as stage metrics (`llm_requested`, `llm_sent`, …).
-pub(crate) fn llm_metrics(stats: &cxrlake_llm::CallStats) -> crate::stage::Metrics {
+pub fn llm_metrics(stats: &cxrlake_llm::CallStats) -> crate::stage::Metrics {
     crate::stage::Metrics::from([
         ("llm_requested".to_string(), stats.requested.into()),
         ("llm_cache_hits".to_string(), stats.cache_hits.into()),
@@ -419,7 +419,7 @@ pub(crate) fn llm_metrics(stats: &cxrlake_llm::CallStats) -> crate::stage::Metri
 
 /// `; LLM: N requests, …` of a report with [`llm_metrics`]; empty for a report without (an
 /// offline run).
-pub(crate) fn describe_llm(report: &crate::stage::StageReport) -> String {
+pub fn describe_llm(report: &crate::stage::StageReport) -> String {
     if !report.metrics.contains_key("llm_requested") {
         return String::new();
     }
@@ -446,7 +446,7 @@ pub(crate) fn describe_llm(report: &crate::stage::StageReport) -> String {
 
 /// A client for `config` whose answers are cached in the lake's `llm_calls` under
 /// `prompt_version`, with the pipeline's progress bar.
-pub(crate) async fn cached_client(
+pub async fn cached_client(
     pipeline: &crate::pipeline::Pipeline,
     stage: &str,
     config: cxrlake_llm::LlmConfig,
@@ -511,9 +511,7 @@ impl Failures {
             let studies = batch.column_by_name("study_id").map(text).transpose()?;
             let studies = studies.as_ref().map(|s| s.as_string::<i32>());
             for (row, error) in errors.as_string::<i32>().iter().enumerate() {
-                let study = studies
-                    .filter(|s| s.is_valid(row))
-                    .map(|s| s.value(row));
+                let study = studies.filter(|s| s.is_valid(row)).map(|s| s.value(row));
                 if let (Some(_), Some(study)) = (error, study) {
                     out.studies.insert(study.to_string());
                 }
@@ -561,7 +559,7 @@ pub(crate) fn refuse_if_every_call_failed(
 /// records as unfinished (the next run asks them again). The answers of `retried` studies (the
 /// ones the last run could not finish) are not counted: a model that fails them again leaves
 /// them stale without failing the run.
-pub(crate) fn check_answers(
+pub fn check_answers(
     step: &str,
     batches: &[RecordBatch],
     within: Option<&str>,

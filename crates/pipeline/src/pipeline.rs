@@ -14,6 +14,7 @@ use cxrlake_refdefs::RefDefs;
 use cxrlake_templates::Templates;
 
 use crate::error::{PipelineError, Result};
+use crate::flavours::Flavours;
 use crate::incremental::{self, Plan, StagePlan};
 use crate::runner;
 use crate::scope::Scope;
@@ -27,6 +28,8 @@ pub struct Pipeline {
     stored: Option<StoredRun>,
     run_id: String,
     stages: Vec<Arc<dyn Stage>>,
+    /// The flavours it knows.
+    flavours: Flavours,
     /// The stages of flavours the lake holds tables of but no longer keeps.
     held: Vec<&'static str>,
     progress: bool,
@@ -53,6 +56,7 @@ impl std::fmt::Debug for Pipeline {
 #[derive(Debug)]
 pub struct PipelineBuilder {
     lake: Lake,
+    flavours: Flavours,
     settings: Settings,
     reuse_stored: bool,
     progress: bool,
@@ -115,13 +119,18 @@ impl PipelineBuilder {
         if let (Some(stored), true) = (&stored, self.reuse_stored) {
             settings::apply_stored(&mut settings, stored)?;
         }
-        crate::flavours::keep(&mut settings, &self.add_flavours, &self.remove_flavours)?;
+        crate::flavours::keep(
+            self.flavours,
+            &mut settings,
+            &self.add_flavours,
+            &self.remove_flavours,
+        )?;
         settings::resolve_backends(&mut settings)?;
         let defs = load_refdefs(&settings.cxrlake)?;
         let mut stages = crate::stages::graph();
         let mut held = Vec::new();
-        let kept = crate::flavours::selected(&settings.cxrlake.flavours)?;
-        for flavour in crate::flavours::FLAVOURS {
+        let kept = crate::flavours::selected(self.flavours, &settings.cxrlake.flavours)?;
+        for flavour in self.flavours {
             if kept.iter().any(|f| f.name == flavour.name) {
                 stages.extend((flavour.stages)());
             } else if crate::flavours::built(&lake, flavour).await? {
@@ -151,6 +160,7 @@ impl PipelineBuilder {
                 &uuid::Uuid::new_v4().simple().to_string()[..8]
             ),
             stages,
+            flavours: self.flavours,
             held,
             progress: self.progress,
             defs,
@@ -196,11 +206,13 @@ fn load_refdefs(config: &CxrlakeConfig) -> Result<RefDefs> {
 }
 
 impl Pipeline {
-    /// A pipeline over `lake` with the lake's settings (add flags with the builder).
-    pub fn builder(lake: Lake) -> PipelineBuilder {
+    /// A pipeline over `lake` with the lake's settings (add flags with the builder), knowing
+    /// the flavours `flavours` (`cxrlake_flavours::ALL`; `&[]` for the built-in stages only).
+    pub fn builder(lake: Lake, flavours: Flavours) -> PipelineBuilder {
         let settings = lake.settings().clone();
         PipelineBuilder {
             lake,
+            flavours,
             settings,
             reuse_stored: true,
             progress: false,
@@ -211,8 +223,13 @@ impl Pipeline {
     }
 
     /// A pipeline over `lake` with the lake's settings and its stored ones reused.
-    pub async fn open(lake: Lake) -> Result<Pipeline> {
-        Self::builder(lake).open().await
+    pub async fn open(lake: Lake, flavours: Flavours) -> Result<Pipeline> {
+        Self::builder(lake, flavours).open().await
+    }
+
+    /// The flavours it knows.
+    pub fn flavours(&self) -> Flavours {
+        self.flavours
     }
 
     /// The lake (its sessions have cxrlake's functions).
@@ -361,7 +378,7 @@ impl Pipeline {
         self.stages
             .iter()
             .find(|s| s.def().name == name)
-            .ok_or_else(|| match crate::flavours::owning(name) {
+            .ok_or_else(|| match crate::flavours::owning(self.flavours, name) {
                 Some(flavour) => PipelineError::Config(format!(
                     "stage {name} belongs to the flavour {0}: add --flavour {0}",
                     flavour.name
@@ -475,7 +492,7 @@ impl Pipeline {
         let ctx = self.lake.session().await?;
         let mut out = Vec::new();
         for name in names {
-            let Some(flavour) = crate::flavours::owning(name) else {
+            let Some(flavour) = crate::flavours::owning(self.flavours, name) else {
                 continue;
             };
             for table in self.stage(name)?.def().inputs {
@@ -539,9 +556,9 @@ impl Pipeline {
         self.prompts()?;
         self.judge()?;
         crate::extract::extractor_id(self)?;
-        crate::mimic_cxr_vqa::lint_policy(self)?;
-        crate::rexvqa::duplicate_threshold(self)?;
-        crate::givcxr::check_settings(self)?;
+        for flavour in self.flavours {
+            (flavour.check)(self)?;
+        }
         let flavours = !self.config().flavours.is_empty();
         if let Some(llm) = self.llm()?
             && (self.config().extractor == "llm"

@@ -97,7 +97,7 @@ pub(crate) fn conform(
 }
 
 /// Runs `sql` of `stage` to completion.
-pub(crate) async fn collect(
+pub async fn collect(
     ctx: &SessionContext,
     stage: &'static str,
     sql: &str,
@@ -111,7 +111,7 @@ pub(crate) async fn collect(
 }
 
 /// The single integer `sql` of `stage` returns (a `count(*)`).
-pub(crate) async fn count(ctx: &SessionContext, stage: &'static str, sql: &str) -> Result<usize> {
+pub async fn count(ctx: &SessionContext, stage: &'static str, sql: &str) -> Result<usize> {
     let batches = collect(ctx, stage, sql).await?;
     Ok(batches
         .first()
@@ -425,10 +425,7 @@ fn plain(
 }
 
 /// The non-null values of the first column of `batches` as strings.
-pub(crate) fn first_column_strings(
-    stage: &'static str,
-    batches: &[RecordBatch],
-) -> Result<Vec<String>> {
+pub fn first_column_strings(stage: &'static str, batches: &[RecordBatch]) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for batch in batches {
         let column = cast(batch.column(0), &DataType::Utf8)

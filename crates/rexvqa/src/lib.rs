@@ -11,15 +11,18 @@
 //!  MCQ text ──phi──► names, dates, ids, `___` markers (dropped and recorded)
 //! ```
 //!
-//! The SQL stages (`sql/rexvqa/`) add the near-duplicate filter (`near_duplicates`), V(Q) and the
+//! The SQL stages (`crates/rexvqa/sql/`) add the near-duplicate filter (`near_duplicates`), V(Q) and the
 //! stratified QC sample.
 
 pub mod balance;
 pub mod bullets;
+pub mod export;
+pub mod functions;
 pub mod generate;
 pub mod judge;
 pub mod offline;
 pub mod phi;
+pub mod stages;
 pub mod taxonomy;
 mod text;
 pub mod validate;

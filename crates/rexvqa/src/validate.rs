@@ -10,7 +10,7 @@
 //!
 //! Each validator judges only what is its own: a missing field fails v1 alone, a null one v4
 //! alone, a field of the wrong type v2 alone (v3 skips it), so a fixture can fail exactly one.
-//! V(Q), the AND with the content validators, is computed in SQL (`sql/rexvqa/filter.sql`).
+//! V(Q), the AND with the content validators, is computed in SQL (`crates/rexvqa/sql/filter.sql`).
 
 use serde::Serialize;
 use serde_json::Value;

@@ -209,6 +209,7 @@ page_tests! {
     configuration => "docs/configuration.md",
     troubleshooting => "docs/troubleshooting.md",
     testing => "docs/testing.md",
+    architecture => "docs/architecture.md",
     design => "docs/design.md",
 }
 
@@ -295,13 +296,18 @@ fn commands_that_do_not_run_here_still_parse() {
             }
         }
     }
-    assert!(checked >= 30, "only {checked} commands checked: did the blocks move?");
+    assert!(
+        checked >= 30,
+        "only {checked} commands checked: did the blocks move?"
+    );
 }
 
 #[test]
 fn a_command_with_a_renamed_flag_does_not_parse() {
     use clap::Parser;
-    let good = &commands("cxrlake run --llm-endpoint http://127.0.0.1:8080/v1 \\\n  --model m &  # x\n")[0];
+    let good =
+        &commands("cxrlake run --llm-endpoint http://127.0.0.1:8080/v1 \\\n  --model m &  # x\n")
+            [0];
     assert_eq!(good.len(), 6, "{good:?}");
     assert!(cxrlake::cli::Cli::try_parse_from(good).is_ok());
     let renamed = &commands("cxrlake run --llm-url http://127.0.0.1:8080/v1")[0];

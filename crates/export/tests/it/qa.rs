@@ -29,7 +29,7 @@ pub async fn qa_lake(dir: &Path, studies: usize) -> Lake {
     ingest(&lake, &IngestOptions::new(vec![corpus]))
         .await
         .expect("ingest");
-    let pipeline = Pipeline::open(lake.clone()).await.expect("pipeline");
+    let pipeline = Pipeline::open(lake.clone(), &[]).await.expect("pipeline");
     cxrlake_pipeline::refdefs::load_reference_tables(&lake, pipeline.defs())
         .await
         .expect("ref tables");

@@ -376,13 +376,28 @@ fn gzip_fields(data: &[u8]) -> Vec<Field> {
         .filter(|(_, w)| *w == [0x1f, 0x8b, 0x08])
         .map(|(at, _)| at)
     {
-        fields.push(Field { at: at + 3, width: 1 });
-        fields.push(Field { at: at + 4, width: 4 });
-        fields.push(Field { at: at + 10, width: 2 });
+        fields.push(Field {
+            at: at + 3,
+            width: 1,
+        });
+        fields.push(Field {
+            at: at + 4,
+            width: 4,
+        });
+        fields.push(Field {
+            at: at + 10,
+            width: 2,
+        });
     }
     if data.len() >= 8 {
-        fields.push(Field { at: data.len() - 8, width: 4 });
-        fields.push(Field { at: data.len() - 4, width: 4 });
+        fields.push(Field {
+            at: data.len() - 8,
+            width: 4,
+        });
+        fields.push(Field {
+            at: data.len() - 4,
+            width: 4,
+        });
     }
     fields
 }
@@ -575,7 +590,10 @@ fn mixed_zip() -> Vec<u8> {
 /// headers and central directory entries (with their ZIP64 fields), entry counts, directory size
 /// and offset of the end records.
 fn zip_fields(data: &[u8]) -> Vec<Field> {
-    let u16_at = |at: usize| data.get(at..at + 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let u16_at = |at: usize| {
+        data.get(at..at + 2)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]))
+    };
     let mut fields = Vec::new();
     let field = |at: usize, width: usize| Field { at, width };
     for (at, signature) in data.windows(4).enumerate() {
@@ -628,7 +646,8 @@ fn mixed_zip64() -> Vec<u8> {
         }
         let mut bytes = Vec::new();
         std::io::Read::read_to_end(&mut member, &mut bytes).expect("read");
-        zip.start_file(member.name().to_string(), options).expect("start");
+        zip.start_file(member.name().to_string(), options)
+            .expect("start");
         zip.write_all(&bytes).expect("write");
     }
     zip.finish().expect("finish").into_inner()
@@ -642,10 +661,12 @@ fn zip_archive() {
     check(
         &Target::new("zip_archive", seeds, move |data| {
             std::fs::write(&path, data).expect("write the zip");
-            let found = match discover::discover(std::slice::from_ref(&path), &discover::Limits::default()) {
-                Ok(found) => found,
-                Err(err) => return Outcome::Rejected(err.to_string()),
-            };
+            let found =
+                match discover::discover(std::slice::from_ref(&path), &discover::Limits::default())
+                {
+                    Ok(found) => found,
+                    Err(err) => return Outcome::Rejected(err.to_string()),
+                };
             let mut outcome = with_parts(Outcome::Accepted, &found.quarantined);
             let mut reader = FileReader::default();
             // As ingest reads them: in chunks bounded by the sizes the archive declares.

@@ -232,7 +232,11 @@ async fn symbolic_links_stay_inside_the_input_folder_and_cycles_end() {
         "a link is read from its target, and the source is the file read"
     );
     assert_eq!(
-        count(&lake, "SELECT count(*) FROM reports WHERE study_id = 's50000905'").await,
+        count(
+            &lake,
+            "SELECT count(*) FROM reports WHERE study_id = 's50000905'"
+        )
+        .await,
         0
     );
     assert_eq!(rows.len(), 2, "{rows:?}");
@@ -246,8 +250,9 @@ async fn symbolic_links_stay_inside_the_input_folder_and_cycles_end() {
             .find(|r| r.source.ends_with(name))
             .unwrap_or_else(|| panic!("no row for {name}: {rows:?}"));
         assert!(
-            row.reason
-                .starts_with(&format!("a symbolic link to '{target}', outside the input folder")),
+            row.reason.starts_with(&format!(
+                "a symbolic link to '{target}', outside the input folder"
+            )),
             "{row:?}"
         );
     }

@@ -25,24 +25,55 @@ use serde_json::json;
 use super::scores::{EvalOptions, Evaluation, ScoreDef};
 use super::{STAGE, register_file, require_columns, strings};
 use crate::error::{PipelineError, Result};
-use crate::mimic_cxr_vqa::ratings::{rubric_levels, rubric_ratings_sql};
 use crate::sql::collect;
+
+/// What `cxrlake ratings add` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RatingsAdded {
+    /// Ratings read from the file.
+    pub added: usize,
+    /// Ratings of the same (item, rater, rubric) they replaced.
+    pub replaced: usize,
+    /// Ratings in the table afterwards.
+    pub total: usize,
+    /// The table they went to.
+    pub table: &'static str,
+    /// What a row is (`ratings`, `reviews`).
+    pub unit: &'static str,
+}
+
+impl std::fmt::Display for RatingsAdded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} {} added ({} replaced), {} in all",
+            self.table, self.added, self.unit, self.replaced, self.total
+        )
+    }
+}
 
 /// Where the ratings come from.
 #[derive(Debug, Clone)]
 pub enum RatingsSource {
     /// A file with columns `item`, `rater`, `value`.
     File(PathBuf),
-    /// One rubric of the lake's MIMIC-CXR-VQA judge verdicts and added ratings
-    /// (`mimic_cxr_vqa_judgements`, `mimic_cxr_vqa_ratings`).
-    Rubric(String),
+    /// A query over the lake with columns `item`, `rater`, `value` (a flavour's judge verdicts
+    /// and added ratings, e.g. one MIMIC-CXR-VQA rubric).
+    Query {
+        /// What the ratings are (printed, recorded).
+        name: String,
+        /// The query.
+        sql: String,
+        /// Its ordered categories, worst first (unless `--categories` gives them).
+        categories: Option<Vec<String>>,
+    },
 }
 
 impl RatingsSource {
     fn name(&self) -> String {
         match self {
             Self::File(path) => path.display().to_string(),
-            Self::Rubric(rubric) => format!("MIMIC-CXR-VQA {rubric} ratings"),
+            Self::Query { name, .. } => name.clone(),
         }
     }
 }
@@ -69,13 +100,15 @@ pub async fn rater_agreement(lake: &Lake, options: &AgreementOptions) -> Result<
             require_columns(&ctx, "ratings", path, &["item", "rater", "value"]).await?;
             (ctx, options.categories.clone())
         }
-        RatingsSource::Rubric(rubric) => {
+        RatingsSource::Query {
+            sql, categories, ..
+        } => {
             let ctx = lake.session().await?;
             let query = |e| PipelineError::query(STAGE, e);
-            let view = ctx.sql(&rubric_ratings_sql(rubric)?).await.map_err(query)?;
+            let view = ctx.sql(sql).await.map_err(query)?;
             ctx.register_table("ratings", view.into_view())
                 .map_err(query)?;
-            let categories = options.categories.clone().or_else(|| rubric_levels(rubric));
+            let categories = options.categories.clone().or_else(|| categories.clone());
             (ctx, categories)
         }
     };

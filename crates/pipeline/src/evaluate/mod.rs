@@ -22,19 +22,15 @@
 mod agreement;
 mod boxes;
 mod choice;
-mod gemex;
-mod givcxr_bias;
 mod labels;
 mod radstruct;
-mod scores;
+pub mod scores;
 mod text;
 mod truth;
 
-pub use agreement::{AgreementOptions, RatingsSource, rater_agreement};
+pub use agreement::{AgreementOptions, RatingsAdded, RatingsSource, rater_agreement};
 pub use boxes::{BoxOptions, boxes_vs_reference};
 pub use choice::{ChoiceOptions, choice_accuracy};
-pub use gemex::{GemexOptions, gemex_scores};
-pub use givcxr_bias::{DEFAULT_RARE_SHARE, GivcxrBiasOptions, givcxr_bias};
 pub use labels::{LabelOptions, LabelSource, Uncertain, labels_vs_scene_graphs};
 pub use radstruct::{Entailer, LlmEntail, LlmEntailer, RadStructOptions, radstruct_scores};
 pub use scores::{EvalOptions, Evaluation, Score};
@@ -51,10 +47,10 @@ use datafusion::prelude::{CsvReadOptions, JsonReadOptions, ParquetReadOptions, S
 use crate::error::{PipelineError, Result};
 
 /// Name used in query errors.
-pub(crate) const STAGE: &str = "evaluate";
+pub const STAGE: &str = "evaluate";
 
 /// Every row of `batches` as strings (NULL as the empty string).
-pub(crate) fn strings(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>> {
+pub fn strings(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>> {
     let mut rows = Vec::new();
     for batch in batches {
         let columns = batch
@@ -84,7 +80,7 @@ pub(crate) fn strings(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>> {
 
 /// Registers the outside file `path` as table `name` in `ctx`: Parquet (`.parquet`), CSV with a
 /// header (`.csv`, `.csv.gz`) or JSON Lines (`.jsonl`, `.ndjson`, `.json`: one object per line).
-pub(crate) async fn register_file(ctx: &SessionContext, name: &str, path: &Path) -> Result<()> {
+pub async fn register_file(ctx: &SessionContext, name: &str, path: &Path) -> Result<()> {
     let text = path.to_string_lossy();
     let lower = text.to_lowercase();
     if !path.exists() {
@@ -125,7 +121,7 @@ pub(crate) async fn register_file(ctx: &SessionContext, name: &str, path: &Path)
 
 /// The columns of table `name` that `required` lists, or an error naming the file, the missing
 /// columns and the ones it has.
-pub(crate) async fn require_columns(
+pub async fn require_columns(
     ctx: &SessionContext,
     name: &str,
     path: &Path,

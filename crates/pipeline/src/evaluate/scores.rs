@@ -67,7 +67,7 @@ pub struct Score {
 
 /// The definition of one score before the bootstrap: its labels and item count.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct ScoreDef {
+pub struct ScoreDef {
     pub system: String,
     pub scope: String,
     pub name: String,
@@ -108,7 +108,7 @@ impl Evaluation {
     /// Scores `defs` with one percentile bootstrap over `n_items` items: `statistic` maps a
     /// weight per item (how often the resample drew it; all 1 for the estimate) to one value per
     /// definition, in order.
-    pub(crate) fn bootstrap<F>(
+    pub fn bootstrap<F>(
         kind: &'static str,
         settings: Value,
         options: EvalOptions,
@@ -136,7 +136,7 @@ impl Evaluation {
     }
 
     /// An evaluation of already computed scores.
-    pub(crate) fn new(kind: &'static str, settings: Value, scores: Vec<Score>) -> Self {
+    pub fn new(kind: &'static str, settings: Value, scores: Vec<Score>) -> Self {
         let created_at = Utc::now();
         let hash = hex::encode(Sha256::digest(settings.to_string().as_bytes()));
         Self {
@@ -289,7 +289,7 @@ impl fmt::Display for Evaluation {
 
 /// The score definitions of one system repeated for every system of `names` and, with two
 /// systems, for `difference` (first − second) after them.
-pub(crate) fn systems_defs(defs: &[ScoreDef], names: &[String]) -> Vec<ScoreDef> {
+pub fn systems_defs(defs: &[ScoreDef], names: &[String]) -> Vec<ScoreDef> {
     let mut all: Vec<&str> = names.iter().map(String::as_str).collect();
     if names.len() == 2 {
         all.push("difference");
@@ -306,10 +306,7 @@ pub(crate) fn systems_defs(defs: &[ScoreDef], names: &[String]) -> Vec<ScoreDef>
 
 /// A statistic over every system (`one(weights, system)`), in [`systems_defs`] order: each
 /// system's values, then with two systems their differences on the same resample (paired).
-pub(crate) fn systems_statistic<F>(
-    n_systems: usize,
-    one: F,
-) -> impl Fn(&[u32]) -> Vec<Option<f64>> + Sync
+pub fn systems_statistic<F>(n_systems: usize, one: F) -> impl Fn(&[u32]) -> Vec<Option<f64>> + Sync
 where
     F: Fn(&[u32], usize) -> Vec<Option<f64>> + Sync,
 {
@@ -328,7 +325,7 @@ where
 }
 
 /// The name a file gives its system: its file name.
-pub(crate) fn file_system_name(path: &std::path::Path) -> String {
+pub fn file_system_name(path: &std::path::Path) -> String {
     path.file_name().map_or_else(
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),

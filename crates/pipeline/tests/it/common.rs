@@ -60,7 +60,7 @@ pub async fn strings(lake: &Lake, sql: &str) -> Vec<String> {
 
 /// A pipeline over `lake` with these settings (`(key, value)`, as flags) over the defaults.
 pub async fn pipeline(lake: &Lake, settings: &[(&str, &str)]) -> Pipeline {
-    let mut builder = Pipeline::builder(lake.clone());
+    let mut builder = Pipeline::builder(lake.clone(), cxrlake_flavours::ALL);
     for (key, value) in settings {
         builder = builder.set(key, value).expect("setting");
     }
@@ -139,7 +139,7 @@ pub async fn open_lake(dir: &Path) -> Lake {
 
 /// Runs every stage with the default settings (the reference tables are loaded by the run).
 pub async fn run_pipeline(lake: &Lake) -> cxrlake_pipeline::Plan {
-    Pipeline::open(lake.clone())
+    Pipeline::open(lake.clone(), cxrlake_flavours::ALL)
         .await
         .expect("pipeline")
         .run(false, &mut |_| {})

@@ -655,12 +655,12 @@ pub async fn gemex_own_answers_score_one(lake: &Lake, dir: &Path) {
     )
     .await;
     write(&predictions, &lines.join("\n"));
-    let gemex_options = eval::GemexOptions {
+    let gemex_options = cxrlake_gemex::evaluate::GemexOptions {
         predictions: predictions.clone(),
         baseline: None,
         eval: options(50),
     };
-    let same = eval::gemex_scores(lake, &gemex_options)
+    let same = cxrlake_gemex::evaluate::gemex_scores(lake, &gemex_options)
         .await
         .expect("gemex");
     for kind in ["closed-ended", "single-choice", "multi-choice"] {
@@ -688,7 +688,7 @@ pub async fn gemex_own_answers_score_one(lake: &Lake, dir: &Path) {
         })
         .collect();
     write(&predictions, &wrong.join("\n"));
-    let worse = eval::gemex_scores(lake, &gemex_options)
+    let worse = cxrlake_gemex::evaluate::gemex_scores(lake, &gemex_options)
         .await
         .expect("gemex");
     for metric in ["a_score", "v_score"] {
@@ -697,9 +697,9 @@ pub async fn gemex_own_answers_score_one(lake: &Lake, dir: &Path) {
     }
     let exact = dir.join("gemex-exact.jsonl");
     write(&exact, &lines.join("\n"));
-    let paired = eval::gemex_scores(
+    let paired = cxrlake_gemex::evaluate::gemex_scores(
         lake,
-        &eval::GemexOptions {
+        &cxrlake_gemex::evaluate::GemexOptions {
             predictions: exact,
             baseline: Some(predictions),
             eval: options(50),

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use cxrlake_export::{GemexExport, GemexFormat, export_gemex};
+use cxrlake_gemex::export::{GemexExport, GemexFormat, export_gemex};
 use cxrlake_gemex::regions::Regions;
 use serde_json::{Value, json};
 

@@ -9,8 +9,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use cxrlake_export::{MimicVqaExport, export_mimic_cxr_vqa};
 use cxrlake_mimic_cxr_vqa::bank::{Bank, mentions_heart};
+use cxrlake_mimic_cxr_vqa::export::{MimicVqaExport, export_mimic_cxr_vqa};
 use serde_json::json;
 
 use crate::common::{

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use cxrlake_embed::{Embedder, LexicalEmbedder};
-use cxrlake_export::{RexvqaExport, export_rexvqa};
+use cxrlake_rexvqa::export::{RexvqaExport, export_rexvqa};
 use serde_json::{Value, json};
 
 use crate::common::{graph_lake, number, pipeline, run_stage, strings, unusable_answers};

@@ -211,7 +211,8 @@ fn variants(dir: &Path) -> Vec<(&'static str, Settings, Settings)> {
 }
 
 async fn open(lake: &Lake, settings: &Settings) -> Pipeline {
-    let mut builder = Pipeline::builder(lake.clone()).reuse_stored_settings(false);
+    let mut builder =
+        Pipeline::builder(lake.clone(), cxrlake_flavours::ALL).reuse_stored_settings(false);
     for (key, value) in settings {
         builder = builder.set(key, value).expect("setting");
     }
@@ -352,7 +353,7 @@ async fn tables(lake: &Lake, pipeline: &Pipeline) -> BTreeMap<&'static str, Vec<
 
 /// `cxrlake plan` on `lake` with `key = value` over its kept settings, and its pipeline.
 async fn plan_with(lake: &Lake, key: &str, value: &str) -> (Pipeline, Plan) {
-    let pipeline = Pipeline::builder(lake.clone())
+    let pipeline = Pipeline::builder(lake.clone(), cxrlake_flavours::ALL)
         .set(key, value)
         .expect("set")
         .open()
@@ -409,7 +410,7 @@ async fn changed_settings_make_their_stages_stale_and_the_rerun_equals_a_fresh_b
     for stage in pipeline.stages() {
         let def = stage.def();
         if def.coverage == cxrlake_pipeline::Coverage::PerStudy
-            && cxrlake_pipeline::flavours::owning(def.name).is_some()
+            && cxrlake_pipeline::flavours::owning(cxrlake_flavours::ALL, def.name).is_some()
         {
             let entry = plan.stage(def.name).expect("planned");
             assert!(
@@ -428,8 +429,8 @@ async fn changed_settings_make_their_stages_stale_and_the_rerun_equals_a_fresh_b
     let full_dir = dir.path().join("full");
     crate::incremental::copy_dir(&base_dir, &full_dir);
     let full = Lake::open_url(full_dir.to_str().expect("utf8")).expect("open");
-    let mut builder = Pipeline::builder(lake.clone());
-    let mut full_builder = Pipeline::builder(full.clone());
+    let mut builder = Pipeline::builder(lake.clone(), cxrlake_flavours::ALL);
+    let mut full_builder = Pipeline::builder(full.clone(), cxrlake_flavours::ALL);
     for (key, value) in &changed {
         builder = builder.set(key, value).expect("set");
         full_builder = full_builder.set(key, value).expect("set");
@@ -454,7 +455,9 @@ async fn changed_settings_make_their_stages_stale_and_the_rerun_equals_a_fresh_b
     }
 
     // Up to date afterwards, and the lake remembers what it was built with.
-    let again = Pipeline::open(lake.clone()).await.expect("pipeline");
+    let again = Pipeline::open(lake.clone(), cxrlake_flavours::ALL)
+        .await
+        .expect("pipeline");
     let plan = again.plan(false).await.expect("plan");
     assert!(
         plan.stages.iter().all(|s| s.scope.is_empty()),

@@ -1,12 +1,15 @@
-//! A toy stage added to the graph by a test, without touching the runner: one SQL file
-//! (`toy/finding_counts.sql`) and one definition. It runs chunk by chunk, commits typed
-//! fingerprints, is up to date on a rerun, recomputes exactly the studies whose scene graphs
-//! were rewritten, and a change of its setting reruns it everywhere.
+//! A toy flavour registered by a test, without touching the core: one stage, one SQL file
+//! (`toy/finding_counts.sql`), one table and one definition, declared as a [`Flavour`] the test
+//! passes to the pipeline (as `cxrlake-flavours` passes the real ones). Kept with `--flavour`, it
+//! runs chunk by chunk through the same runner, commits typed fingerprints, is up to date on a
+//! rerun, recomputes exactly the studies whose scene graphs were rewritten, and a change of its
+//! setting reruns it everywhere; no longer kept, it stays in the plan, held.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use cxrlake_pipeline::flavours::Flavour;
 use cxrlake_pipeline::{
     Chunking, Coverage, Fingerprint, Pipeline, Prepared, Result, RunMode, Scope, Stage, StageDef,
     Writes,
@@ -82,9 +85,25 @@ impl Stage for FindingCounts {
     }
 }
 
+/// The toy flavour: what a flavour crate declares in `src/stages/mod.rs`.
+const TOY: Flavour = Flavour {
+    name: "toy",
+    doc: "positive and negative observations per study",
+    stages: || vec![Arc::new(FindingCounts)],
+    check: |pipeline| {
+        if pipeline.config().seed > 1000 {
+            return Err(cxrlake_pipeline::PipelineError::Config(
+                "toy: seed ≤ 1000".into(),
+            ));
+        }
+        Ok(())
+    },
+    functions: Vec::new,
+};
+
 async fn toy_pipeline(lake: &cxrlake_lake::Lake, settings: &[(&str, &str)]) -> Pipeline {
-    let mut builder = Pipeline::builder(lake.clone())
-        .stage(Arc::new(FindingCounts))
+    let mut builder = Pipeline::builder(lake.clone(), &[TOY])
+        .add_flavours(&["toy".to_string()])
         .progress(true);
     for (key, value) in settings {
         builder = builder.set(key, value).expect("setting");
@@ -203,5 +222,29 @@ async fn a_toy_stage_runs_incrementally_through_the_same_runner() {
     assert_eq!(
         strings(&lake, "SELECT DISTINCT label FROM finding_counts").await,
         ["seed-7"]
+    );
+
+    // Its check runs before a run is recorded.
+    let refused = toy_pipeline(&lake, &[("seed", "5000")])
+        .await
+        .run(false, &mut |_| {})
+        .await
+        .expect_err("the flavour's check");
+    assert!(refused.to_string().contains("toy: seed"), "{refused}");
+
+    // No longer kept: planned (held), not run.
+    let held = Pipeline::builder(lake.clone(), &[TOY])
+        .remove_flavours(&["toy".to_string()])
+        .open()
+        .await
+        .expect("pipeline");
+    assert!(held.is_held("finding_counts"));
+    assert_eq!(held.config().flavours, "");
+    assert!(
+        held.plan(false)
+            .await
+            .expect("plan")
+            .stage("finding_counts")
+            .is_some()
     );
 }
