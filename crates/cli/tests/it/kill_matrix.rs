@@ -35,8 +35,10 @@ use crate::{copy_dir, cxrlake, ingested_lake, ok};
 /// The fault-injection knob (`cxrlake_lake::commit::FAULT_KILL_AFTER_COMMITS`).
 const KNOB: &str = cxrlake_lake::commit::FAULT_KILL_AFTER_COMMITS;
 
-/// The command under test: every core stage and one flavour.
-const RUN: [&str; 3] = ["run", "--flavour", "givcxr"];
+/// The command under test: every core stage and one flavour, in chunks of two patients, so that
+/// a stage commits several chunks and a kill can stop it between them (the rerun must redo the
+/// stage, not take its first chunk for the whole).
+const RUN: [&str; 5] = ["run", "--flavour", "givcxr", "--set", "chunk_patients=2"];
 
 /// Tables left out of the comparison (see the module doc).
 const EXCLUDED_TABLES: [&str; 1] = ["runs"];
