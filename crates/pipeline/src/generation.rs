@@ -2,9 +2,10 @@
 //! binds under the task's SQL name (the offline generator, or the LLM through the lake's
 //! `llm_calls` cache, by `cxrlake.generator`), the generator id its fingerprint records, and the
 //! run's hooks (a step whose every LLM call failed stops the stage; rejects and LLM calls are
-//! counted).
+//! counted). [`GenerationStage`] is the shape every flavour's generation stage shares, written
+//! once: a flavour declares one as data (its task, record fields, step and own definitions).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -16,13 +17,16 @@ use datafusion::arrow::datatypes::Field;
 use datafusion::logical_expr::ScalarUDF;
 use datafusion::logical_expr::async_udf::AsyncScalarUDF;
 use datafusion::prelude::SessionContext;
+use datafusion::scalar::ScalarValue;
 
 use crate::error::{PipelineError, Result};
 use crate::llm_calls::{cached_client, check_answers, llm_metrics};
 use crate::pipeline::Pipeline;
 use crate::scope::Scope;
 use crate::sql::Statement;
-use crate::stage::{Metrics, RunHooks};
+use crate::stage::{
+    LlmRequests, Metrics, Prepared, RunHooks, RunMode, Stage, StageDef, StageReport,
+};
 
 /// The generator a task's rows record: the offline generator's id, or
 /// `llm:<model>@<prompts version>`.
@@ -99,16 +103,6 @@ pub async fn bind(
     })
 }
 
-impl Bound {
-    /// The stage's run: the bound function, `params`, and the hooks.
-    pub fn prepared(
-        self,
-        params: Vec<(&'static str, datafusion::common::ScalarValue)>,
-    ) -> crate::stage::Prepared {
-        crate::stage::Prepared::new(vec![self.function], params).with_hooks(self.hooks)
-    }
-}
-
 /// A generation stage's state: its LLM client and what its step produced.
 #[derive(Debug)]
 pub struct GenerationHooks {
@@ -163,5 +157,78 @@ impl RunHooks for GenerationHooks {
             metrics.extend(llm_metrics(&client.stats()));
         }
         Ok(metrics)
+    }
+}
+
+/// A stage's own functions and parameters besides its task's function.
+pub type Extras = (Vec<ScalarUDF>, Vec<(&'static str, ScalarValue)>);
+
+/// A generation stage: one task bound to the generator ([`bind`]) and called by the stage's
+/// SQL at `step`; its fingerprint is the generator id and the flavour's `definitions`, its run
+/// the bound function and the stage's `extras`.
+#[derive(Debug, Clone, Copy)]
+pub struct GenerationStage {
+    /// The stage's declaration.
+    pub def: &'static StageDef,
+    /// The task (its prompts' version is the one the rows record).
+    pub task: fn(&Pipeline) -> Result<Arc<dyn GenerationTask>>,
+    /// The fields of one generated record.
+    pub record: fn() -> Vec<Field>,
+    /// The statement (`-- @step`) whose `g` column is the task's result.
+    pub step: &'static str,
+    /// SQL with one row (with its `study_id`) per LLM request at most.
+    pub requests: &'static str,
+    /// What its rows depend on besides the generator (a vocabulary's version, …).
+    pub definitions: fn(&Pipeline) -> Result<BTreeMap<String, String>>,
+    /// Its own functions and parameters.
+    pub extras: fn(&Pipeline) -> Result<Extras>,
+    /// One line on a run (the LLM calls are added).
+    pub describe: fn(&StageReport) -> String,
+}
+
+/// No extra functions or parameters.
+pub fn no_extras(_pipeline: &Pipeline) -> Result<Extras> {
+    Ok((Vec::new(), Vec::new()))
+}
+
+/// A task's construction error as a configuration error naming the task (`label`).
+pub fn task_error<E: std::fmt::Display>(label: &'static str) -> impl Fn(E) -> PipelineError {
+    move |e| PipelineError::Config(format!("{label}: {e}"))
+}
+
+#[async_trait]
+impl Stage for GenerationStage {
+    fn def(&self) -> &'static StageDef {
+        self.def
+    }
+
+    fn llm_requests(&self) -> Option<LlmRequests> {
+        Some(LlmRequests {
+            backend: "generator",
+            rows: self.requests,
+        })
+    }
+
+    async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
+        let task = (self.task)(pipeline)?;
+        let mut definitions = (self.definitions)(pipeline)?;
+        definitions.insert(
+            "generator".into(),
+            generator_id(pipeline, task.as_ref(), task.prompt_version())?,
+        );
+        Ok(definitions)
+    }
+
+    async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
+        let task = (self.task)(pipeline)?;
+        let version = task.prompt_version().to_string();
+        let bound = bind(pipeline, task, (self.record)(), &version, self.step).await?;
+        let (mut functions, params) = (self.extras)(pipeline)?;
+        functions.insert(0, bound.function);
+        Ok(Prepared::new(functions, params).with_hooks(bound.hooks))
+    }
+
+    fn describe(&self, report: &StageReport) -> String {
+        (self.describe)(report) + &crate::llm_calls::describe_llm(report)
     }
 }

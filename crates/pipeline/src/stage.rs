@@ -107,6 +107,36 @@ pub struct StageDef {
     pub reads_synonyms: bool,
 }
 
+impl StageDef {
+    /// A flavour's generation stage ([`GenerationStage`](crate::generation::GenerationStage)):
+    /// per study, in chunks of 2,000 patients (`cxrlake.chunk_patients`), replacing its rows,
+    /// its rejects written to `quarantine` (which it reads whole, as a side input), passing on
+    /// only the studies whose rows changed; a synonym edit can change its rows.
+    pub const fn generation(
+        name: &'static str,
+        doc: &'static str,
+        sql: &'static str,
+        inputs: &'static [&'static str],
+        outputs: &'static [&'static str],
+        settings: &'static [&'static str],
+    ) -> StageDef {
+        StageDef {
+            name,
+            doc,
+            sql,
+            inputs,
+            side_inputs: &["quarantine"],
+            outputs,
+            settings,
+            chunking: Chunking::Patients { default: 2000 },
+            writes: Writes::Replace,
+            coverage: Coverage::PerStudy,
+            detects_changes: true,
+            reads_synonyms: true,
+        }
+    }
+}
+
 /// What `stage`'s rows depend on besides its input tables, by name: [`Stage::definitions`] (the
 /// identities of what it loads: refdefs fingerprint, templates and prompts versions, backend
 /// ids) and the value of every setting [`StageDef::settings`] declares, so that a declared

@@ -10,17 +10,14 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::regions::Regions;
-use cxrlake_generate::{GenerationTask, PromptSet};
+use cxrlake_generate::PromptSet;
 
 use cxrlake_pipeline::Pipeline;
 use cxrlake_pipeline::error::{PipelineError, Result};
 use cxrlake_pipeline::flavours::Flavour;
-use cxrlake_pipeline::generation::{flavour_prompts, generator_id};
+use cxrlake_pipeline::generation::flavour_prompts;
 use cxrlake_pipeline::settings;
 use cxrlake_pipeline::stage::Stage;
-
-pub use generate::Generate;
-pub use reground::Reground;
 
 /// The flavour, as `cxrlake-flavours` registers it.
 pub const FLAVOUR: Flavour = Flavour {
@@ -34,7 +31,7 @@ pub const FLAVOUR: Flavour = Flavour {
 
 /// The flavour's stages, in run order.
 pub fn stages() -> Vec<Arc<dyn Stage>> {
-    vec![Arc::new(Reground), Arc::new(Generate)]
+    vec![Arc::new(reground::STAGE), Arc::new(generate::STAGE)]
 }
 
 /// The region table: `gemex/regions.toml` of the reference definitions folder
@@ -56,17 +53,10 @@ fn prompts(pipeline: &Pipeline) -> Result<Arc<PromptSet>> {
     flavour_prompts(pipeline, "gemex", crate::prompts, "GEMeX")
 }
 
-/// What both stages' fingerprints record: the region table's version and the generator.
-fn definitions(
-    pipeline: &Pipeline,
-    task: &dyn GenerationTask,
-    prompt_version: &str,
-) -> Result<BTreeMap<String, String>> {
-    Ok(BTreeMap::from([
-        ("regions".into(), regions(pipeline)?.version().to_string()),
-        (
-            "generator".into(),
-            generator_id(pipeline, task, prompt_version)?,
-        ),
-    ]))
+/// What both stages' fingerprints record: the region table's version (the generator id is added by the stage).
+pub(crate) fn definitions(pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
+    Ok(BTreeMap::from([(
+        "regions".into(),
+        regions(pipeline)?.version().to_string(),
+    )]))
 }

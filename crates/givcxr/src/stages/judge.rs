@@ -4,29 +4,25 @@
 //! offline heuristic; reverse-negation questions are always flagged (paper 002, supplement
 //! section 3.3).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::judge::JudgeTask;
-use async_trait::async_trait;
 use cxrlake_schemas::givcxr::verdict_fields;
 
+use cxrlake_generate::GenerationTask;
 use cxrlake_pipeline::Pipeline;
-use cxrlake_pipeline::error::{PipelineError, Result};
-use cxrlake_pipeline::generation::bind;
-use cxrlake_pipeline::stage::{
-    Chunking, Coverage, LlmRequests, Prepared, RunMode, Stage, StageDef, StageReport, Writes,
-};
+use cxrlake_pipeline::error::Result;
+use cxrlake_pipeline::generation::{GenerationStage, no_extras, task_error};
+use cxrlake_pipeline::stage::{StageDef, StageReport};
 
 /// The stage's declaration.
-pub static DEF: StageDef = StageDef {
-    name: "givcxr_judge",
-    doc: "givcxr_verdicts: hallucination verdicts (prompt P3) batched per region context",
-    sql: include_str!("../../sql/judge.sql"),
-    inputs: &["givcxr_qa", "givcxr_regions"],
-    side_inputs: &["quarantine"],
-    outputs: &["givcxr_verdicts", "quarantine"],
-    settings: &[
+pub static DEF: StageDef = StageDef::generation(
+    "givcxr_judge",
+    "givcxr_verdicts: hallucination verdicts (prompt P3) batched per region context",
+    include_str!("../../sql/judge.sql"),
+    &["givcxr_qa", "givcxr_regions"],
+    &["givcxr_verdicts", "quarantine"],
+    &[
         "refdefs",
         "generator",
         "llm_endpoint",
@@ -34,59 +30,35 @@ pub static DEF: StageDef = StageDef {
         "flavour_prompts",
         "chunk_patients",
     ],
-    chunking: Chunking::Patients { default: 2000 },
-    writes: Writes::Replace,
-    coverage: Coverage::PerStudy,
-    detects_changes: true,
-    reads_synonyms: true,
-};
+);
 
 /// The `givcxr_judge` stage.
-#[derive(Debug)]
-pub struct Judge;
+pub const STAGE: GenerationStage = GenerationStage {
+    def: &DEF,
+    task,
+    record: verdict_fields,
+    step: "judged",
+    requests: "SELECT study_id FROM givcxr_regions",
+    definitions: super::definitions,
+    extras: no_extras,
+    describe,
+};
 
-fn task(pipeline: &Pipeline) -> Result<(Arc<JudgeTask>, String)> {
+fn task(pipeline: &Pipeline) -> Result<Arc<dyn GenerationTask>> {
     let prompts = super::prompts(pipeline)?;
-    let version = prompts.version().to_string();
     let task = JudgeTask::new(prompts, super::vocabulary(pipeline)?)
-        .map_err(|e| PipelineError::Config(format!("GIV-CXR judge: {e}")))?;
-    Ok((Arc::new(task), version))
+        .map_err(task_error("GIV-CXR judge"))?;
+    Ok(Arc::new(task))
 }
 
-#[async_trait]
-impl Stage for Judge {
-    fn def(&self) -> &'static StageDef {
-        &DEF
-    }
-
-    /// At most one per region context (those with QA pairs).
-    fn llm_requests(&self) -> Option<LlmRequests> {
-        Some(LlmRequests {
-            backend: "generator",
-            rows: "SELECT study_id FROM givcxr_regions",
-        })
-    }
-
-    async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
-        let (task, version) = task(pipeline)?;
-        super::definitions(pipeline, task.as_ref(), &version)
-    }
-
-    async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
-        let (task, version) = task(pipeline)?;
-        let bound = bind(pipeline, task, verdict_fields(), &version, "judged").await?;
-        Ok(bound.prepared(Vec::new()))
-    }
-
-    fn describe(&self, report: &StageReport) -> String {
-        format!(
-            "givcxr_judge ({}): {} QA pairs of {} region contexts judged in {:.1} s, {} region \
-             contexts rejected",
-            report.metric_text("generator"),
-            report.rows("givcxr_verdicts"),
-            report.metric("inputs"),
-            report.seconds,
-            report.metric("rejects"),
-        ) + &cxrlake_pipeline::llm_calls::describe_llm(report)
-    }
+fn describe(report: &StageReport) -> String {
+    format!(
+        "givcxr_judge ({}): {} QA pairs of {} region contexts judged in {:.1} s, {} region \
+         contexts rejected",
+        report.metric_text("generator"),
+        report.rows("givcxr_verdicts"),
+        report.metric("inputs"),
+        report.seconds,
+        report.metric("rejects"),
+    )
 }

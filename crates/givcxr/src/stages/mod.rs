@@ -17,20 +17,17 @@ use std::sync::Arc;
 
 use crate::split::Split;
 use crate::vocab::{FILE, RegionMap, Vocabulary};
-use cxrlake_generate::{GenerationTask, PromptSet};
+use cxrlake_generate::PromptSet;
 
 use cxrlake_pipeline::Pipeline;
 use cxrlake_pipeline::error::{PipelineError, Result};
 use cxrlake_pipeline::flavours::Flavour;
-use cxrlake_pipeline::generation::{flavour_prompts, generator_id};
+use cxrlake_pipeline::generation::flavour_prompts;
 use cxrlake_pipeline::settings;
 use cxrlake_pipeline::stage::Stage;
 
-pub use answers::Answers;
 pub use context::Context;
 pub use filter::Filter;
-pub use judge::Judge;
-pub use questions::Questions;
 
 /// The flavour, as `cxrlake-flavours` registers it.
 pub const FLAVOUR: Flavour = Flavour {
@@ -47,9 +44,9 @@ pub const FLAVOUR: Flavour = Flavour {
 pub fn stages() -> Vec<Arc<dyn Stage>> {
     vec![
         Arc::new(Context),
-        Arc::new(Questions),
-        Arc::new(Answers),
-        Arc::new(Judge),
+        Arc::new(questions::STAGE),
+        Arc::new(answers::STAGE),
+        Arc::new(judge::STAGE),
         Arc::new(Filter),
     ]
 }
@@ -116,19 +113,9 @@ pub(crate) fn check_settings(pipeline: &Pipeline) -> Result<()> {
 }
 
 /// What the generation stages' fingerprints record: the vocabulary's version and the generator.
-fn definitions(
-    pipeline: &Pipeline,
-    task: &dyn GenerationTask,
-    prompt_version: &str,
-) -> Result<BTreeMap<String, String>> {
-    Ok(BTreeMap::from([
-        (
-            "vocabulary".into(),
-            vocabulary(pipeline)?.version().to_string(),
-        ),
-        (
-            "generator".into(),
-            generator_id(pipeline, task, prompt_version)?,
-        ),
-    ]))
+pub(crate) fn definitions(pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
+    Ok(BTreeMap::from([(
+        "vocabulary".into(),
+        vocabulary(pipeline)?.version().to_string(),
+    )]))
 }

@@ -14,13 +14,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use cxrlake_lake::{Lake, StageCommit};
+use cxrlake_lake::Lake;
 use cxrlake_schemas::givcxr::givcxr_reviews;
-use datafusion::arrow::array::{BooleanArray, RecordBatch, StringArray};
-use serde_json::json;
+use datafusion::arrow::array::{BooleanArray, StringArray};
 
 use cxrlake_pipeline::error::{PipelineError, Result};
-use cxrlake_pipeline::evaluate::RatingsAdded;
+use cxrlake_pipeline::evaluate::{RatingsAdded, write_ratings};
 use cxrlake_pipeline::evaluate::{register_file, require_columns, strings};
 use cxrlake_pipeline::sql::collect;
 
@@ -138,39 +137,26 @@ pub async fn add_reviews(lake: &Lake, path: &Path) -> Result<RatingsAdded> {
             all.iter().map(|(k, v)| pick(k, v)).collect::<Vec<_>>(),
         )) as _
     };
-    let batch = RecordBatch::try_new(
+    let columns = vec![
+        column(|k, _| k.0.clone()),
+        column(|k, _| k.1.clone()),
+        Arc::new(BooleanArray::from(
+            all.values().map(|v| v.0).collect::<Vec<_>>(),
+        )) as _,
+        column(|_, v| v.1.clone()),
+        column(|_, v| v.2.clone()),
+    ];
+    write_ratings(
+        lake,
+        TABLE,
+        "reviews",
         givcxr_reviews(),
-        vec![
-            column(|k, _| k.0.clone()),
-            column(|k, _| k.1.clone()),
-            Arc::new(BooleanArray::from(
-                all.values().map(|v| v.0).collect::<Vec<_>>(),
-            )) as _,
-            column(|_, v| v.1.clone()),
-            column(|_, v| v.2.clone()),
-        ],
-    )
-    .map_err(|e| PipelineError::Schema {
-        stage: "ratings",
-        table: TABLE.to_string(),
-        reason: e.to_string(),
-    })?;
-    let total = all.len();
-    lake.write(TABLE)
-        .overwrite()
-        .commit(
-            StageCommit::new("ratings")
-                .with_metrics(json!({"added": added, "replaced": replaced, "source": source})),
-        )
-        .execute(vec![batch])
-        .await?;
-    Ok(RatingsAdded {
+        columns,
         added,
         replaced,
-        total,
-        table: TABLE,
-        unit: "reviews",
-    })
+        &source,
+    )
+    .await
 }
 
 #[cfg(test)]

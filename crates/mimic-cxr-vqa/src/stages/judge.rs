@@ -2,97 +2,82 @@
 //! the four rubrics of paper 001 table 3 for every QA pair of a seeded QC sample of reports, by
 //! the LLM or the offline heuristic that reads the report.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::judge::JudgeTask;
-use async_trait::async_trait;
 use cxrlake_schemas::mimic_cxr_vqa::verdict_fields;
 use datafusion::common::ScalarValue;
 
+use cxrlake_generate::GenerationTask;
 use cxrlake_pipeline::Pipeline;
-use cxrlake_pipeline::error::{PipelineError, Result};
-use cxrlake_pipeline::generation::bind;
-use cxrlake_pipeline::stage::{
-    Chunking, Coverage, LlmRequests, Prepared, RunMode, Stage, StageDef, StageReport, Writes,
-};
+use cxrlake_pipeline::error::Result;
+use cxrlake_pipeline::generation::{Extras, GenerationStage, task_error};
+use cxrlake_pipeline::stage::{Chunking, Coverage, StageDef, StageReport};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef {
-    name: "mimic_cxr_vqa_judge",
-    doc: "mimic_cxr_vqa_judgements: four-rubric verdicts on a QC sample of reports",
-    sql: include_str!("../../sql/judge.sql"),
-    inputs: &["mimic_cxr_vqa_qa", "mimic_cxr_vqa_reports"],
-    side_inputs: &["quarantine"],
-    outputs: &["mimic_cxr_vqa_judgements", "quarantine"],
-    settings: &[
-        "templates",
-        "seed",
-        "generator",
-        "llm_endpoint",
-        "llm_model",
-        "flavour_prompts",
-        "vqa_qc_reports",
-    ],
     chunking: Chunking::Whole,
-    writes: Writes::Replace,
     coverage: Coverage::Dataset,
     detects_changes: false,
-    reads_synonyms: true,
+    ..StageDef::generation(
+        "mimic_cxr_vqa_judge",
+        "mimic_cxr_vqa_judgements: four-rubric verdicts on a QC sample of reports",
+        include_str!("../../sql/judge.sql"),
+        &["mimic_cxr_vqa_qa", "mimic_cxr_vqa_reports"],
+        &["mimic_cxr_vqa_judgements", "quarantine"],
+        &[
+            "templates",
+            "seed",
+            "generator",
+            "llm_endpoint",
+            "llm_model",
+            "flavour_prompts",
+            "vqa_qc_reports",
+        ],
+    )
 };
 
 /// The `mimic_cxr_vqa_judge` stage.
-#[derive(Debug)]
-pub struct Judge;
+pub const STAGE: GenerationStage = GenerationStage {
+    def: &DEF,
+    task,
+    record: verdict_fields,
+    step: "judged",
+    requests: "SELECT study_id FROM mimic_cxr_vqa_qa",
+    definitions: super::definitions,
+    extras: extras,
+    describe,
+};
 
-fn task(pipeline: &Pipeline) -> Result<(Arc<JudgeTask>, String)> {
+fn task(pipeline: &Pipeline) -> Result<Arc<dyn GenerationTask>> {
     let prompts = super::prompts(pipeline)?;
-    let version = prompts.version().to_string();
     let task = JudgeTask::new(prompts, super::bank(pipeline)?)
-        .map_err(|e| PipelineError::Config(format!("MIMIC-CXR-VQA judge: {e}")))?;
-    Ok((Arc::new(task), version))
+        .map_err(task_error("MIMIC-CXR-VQA judge"))?;
+    Ok(Arc::new(task))
 }
 
-#[async_trait]
-impl Stage for Judge {
-    fn def(&self) -> &'static StageDef {
-        &DEF
-    }
-
-    /// At most one per QA pair (those of the QC sample's reports).
-    fn llm_requests(&self) -> Option<LlmRequests> {
-        Some(LlmRequests {
-            backend: "generator",
-            rows: "SELECT study_id FROM mimic_cxr_vqa_qa",
-        })
-    }
-
-    async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
-        let (task, version) = task(pipeline)?;
-        super::definitions(pipeline, task.as_ref(), &version)
-    }
-
-    async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
-        let (task, version) = task(pipeline)?;
-        let bound = bind(pipeline, task, verdict_fields(), &version, "judged").await?;
-        let config = pipeline.config();
-        Ok(bound.prepared(vec![
+/// The QC sample's seed and size.
+fn extras(pipeline: &Pipeline) -> Result<Extras> {
+    let config = pipeline.config();
+    Ok((
+        Vec::new(),
+        vec![
             ("seed", ScalarValue::from(config.seed)),
             (
                 "qc_reports",
                 ScalarValue::from(config.vqa_qc_reports as u64),
             ),
-        ]))
-    }
+        ],
+    ))
+}
 
-    fn describe(&self, report: &StageReport) -> String {
-        format!(
-            "mimic_cxr_vqa_judge ({}): {} QA pairs of the QC sample judged in {:.1} s, {} \
-             rejected",
-            report.metric_text("generator"),
-            report.rows("mimic_cxr_vqa_judgements"),
-            report.seconds,
-            report.metric("rejects"),
-        ) + &cxrlake_pipeline::llm_calls::describe_llm(report)
-    }
+fn describe(report: &StageReport) -> String {
+    format!(
+        "mimic_cxr_vqa_judge ({}): {} QA pairs of the QC sample judged in {:.1} s, {} \
+         rejected",
+        report.metric_text("generator"),
+        report.rows("mimic_cxr_vqa_judgements"),
+        report.seconds,
+        report.metric("rejects"),
+    )
 }

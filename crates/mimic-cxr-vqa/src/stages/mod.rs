@@ -16,18 +16,16 @@ use std::sync::Arc;
 use crate::answer::LintPolicy;
 pub use crate::bank::Bank;
 use crate::bank::FILE;
-use cxrlake_generate::{GenerationTask, PromptSet};
+use cxrlake_generate::PromptSet;
 
 use cxrlake_pipeline::Pipeline;
 use cxrlake_pipeline::error::{PipelineError, Result};
 use cxrlake_pipeline::flavours::Flavour;
-use cxrlake_pipeline::generation::{flavour_prompts, generator_id};
+use cxrlake_pipeline::generation::flavour_prompts;
 use cxrlake_pipeline::settings;
 use cxrlake_pipeline::stage::Stage;
 use datafusion::logical_expr::ScalarUDF;
 
-pub use answer::Answer;
-pub use judge::Judge;
 pub use questions::Questions;
 
 /// The flavour, as `cxrlake-flavours` registers it.
@@ -47,7 +45,11 @@ pub const FLAVOUR: Flavour = Flavour {
 
 /// The flavour's stages, in run order.
 pub fn stages() -> Vec<Arc<dyn Stage>> {
-    vec![Arc::new(Questions), Arc::new(Answer), Arc::new(Judge)]
+    vec![
+        Arc::new(Questions),
+        Arc::new(answer::STAGE),
+        Arc::new(judge::STAGE),
+    ]
 }
 
 /// The bank: `mimic_cxr_vqa/questions.toml` of the templates folder `templates`
@@ -85,16 +87,9 @@ pub(crate) fn lint_policy(pipeline: &Pipeline) -> Result<LintPolicy> {
 }
 
 /// What the answer and judge stages' fingerprints record: the bank's version and the generator.
-fn definitions(
-    pipeline: &Pipeline,
-    task: &dyn GenerationTask,
-    prompt_version: &str,
-) -> Result<BTreeMap<String, String>> {
-    Ok(BTreeMap::from([
-        ("bank".into(), bank(pipeline)?.version().to_string()),
-        (
-            "generator".into(),
-            generator_id(pipeline, task, prompt_version)?,
-        ),
-    ]))
+pub(crate) fn definitions(pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
+    Ok(BTreeMap::from([(
+        "bank".into(),
+        bank(pipeline)?.version().to_string(),
+    )]))
 }

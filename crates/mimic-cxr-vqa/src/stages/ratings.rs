@@ -14,13 +14,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::judge::{RUBRICS, level};
-use cxrlake_lake::{Lake, StageCommit};
+use cxrlake_lake::Lake;
 use cxrlake_schemas::mimic_cxr_vqa::mimic_cxr_vqa_ratings;
-use datafusion::arrow::array::{RecordBatch, StringArray};
-use serde_json::json;
+use datafusion::arrow::array::StringArray;
 
 use cxrlake_pipeline::error::{PipelineError, Result};
-use cxrlake_pipeline::evaluate::{RatingsAdded, register_file, require_columns, strings};
+use cxrlake_pipeline::evaluate::{
+    RatingsAdded, register_file, require_columns, strings, write_ratings,
+};
 use cxrlake_pipeline::sql::collect;
 
 /// The table ratings go to.
@@ -127,34 +128,21 @@ pub async fn add_ratings(lake: &Lake, path: &Path) -> Result<RatingsAdded> {
             column.push(text);
         }
     }
-    let batch = RecordBatch::try_new(
+    let columns = columns
+        .into_iter()
+        .map(|column| Arc::new(StringArray::from(column)) as _)
+        .collect();
+    write_ratings(
+        lake,
+        TABLE,
+        "ratings",
         mimic_cxr_vqa_ratings(),
-        columns
-            .into_iter()
-            .map(|column| Arc::new(StringArray::from(column)) as _)
-            .collect(),
-    )
-    .map_err(|e| PipelineError::Schema {
-        stage: "ratings",
-        table: TABLE.to_string(),
-        reason: e.to_string(),
-    })?;
-    let total = all.len();
-    lake.write(TABLE)
-        .overwrite()
-        .commit(
-            StageCommit::new("ratings")
-                .with_metrics(json!({"added": added, "replaced": replaced, "source": source})),
-        )
-        .execute(vec![batch])
-        .await?;
-    Ok(RatingsAdded {
+        columns,
         added,
         replaced,
-        total,
-        table: TABLE,
-        unit: "ratings",
-    })
+        &source,
+    )
+    .await
 }
 
 /// The SQL of one rubric's ratings as `item, rater, value`: the judges' verdicts (rater = the

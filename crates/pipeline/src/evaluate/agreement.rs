@@ -19,7 +19,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use cxrlake_evaluate::agreement::{RatingTable, Weights, cohen_kappa, fleiss_kappa, gwet_ac};
-use cxrlake_lake::Lake;
+use cxrlake_lake::{Lake, StageCommit};
+use datafusion::arrow::array::{ArrayRef, RecordBatch};
+use datafusion::arrow::datatypes::SchemaRef;
 use serde_json::json;
 
 use super::scores::{EvalOptions, Evaluation, ScoreDef};
@@ -50,6 +52,43 @@ impl std::fmt::Display for RatingsAdded {
             self.table, self.added, self.unit, self.replaced, self.total
         )
     }
+}
+
+/// Overwrites `table` with the rows `columns` (of `schema`): a file's ratings (`added`, of which
+/// `replaced` replaced older ones of the same item and rater) merged into the table's, committed
+/// as `cxrlake ratings add` of `source`; `unit` names a row (`ratings`, `reviews`).
+#[allow(clippy::too_many_arguments)]
+pub async fn write_ratings(
+    lake: &Lake,
+    table: &'static str,
+    unit: &'static str,
+    schema: SchemaRef,
+    columns: Vec<ArrayRef>,
+    added: usize,
+    replaced: usize,
+    source: &str,
+) -> Result<RatingsAdded> {
+    let batch = RecordBatch::try_new(schema, columns).map_err(|e| PipelineError::Schema {
+        stage: "ratings",
+        table: table.to_string(),
+        reason: e.to_string(),
+    })?;
+    let total = batch.num_rows();
+    lake.write(table)
+        .overwrite()
+        .commit(
+            StageCommit::new("ratings")
+                .with_metrics(json!({"added": added, "replaced": replaced, "source": source})),
+        )
+        .execute(vec![batch])
+        .await?;
+    Ok(RatingsAdded {
+        added,
+        replaced,
+        total,
+        table,
+        unit,
+    })
 }
 
 /// Where the ratings come from.

@@ -28,7 +28,9 @@ pub mod scores;
 mod text;
 mod truth;
 
-pub use agreement::{AgreementOptions, RatingsAdded, RatingsSource, rater_agreement};
+pub use agreement::{
+    AgreementOptions, RatingsAdded, RatingsSource, rater_agreement, write_ratings,
+};
 pub use boxes::{BoxOptions, boxes_vs_reference};
 pub use choice::{ChoiceOptions, choice_accuracy};
 pub use labels::{LabelOptions, LabelSource, Uncertain, labels_vs_scene_graphs};

@@ -6,85 +6,54 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::bullets::BulletsTask;
-use async_trait::async_trait;
 use cxrlake_schemas::rexvqa::bullet_fields;
 
+use cxrlake_generate::GenerationTask;
 use cxrlake_pipeline::Pipeline;
-use cxrlake_pipeline::error::{PipelineError, Result};
-use cxrlake_pipeline::generation::{bind, generator_id};
-use cxrlake_pipeline::stage::{
-    Chunking, Coverage, LlmRequests, Prepared, RunMode, Stage, StageDef, StageReport, Writes,
-};
+use cxrlake_pipeline::error::Result;
+use cxrlake_pipeline::generation::{GenerationStage, no_extras, task_error};
+use cxrlake_pipeline::stage::{StageDef, StageReport};
 
 /// The stage's declaration.
-pub static DEF: StageDef = StageDef {
-    name: "rexvqa_bullets",
-    doc: "rexvqa_bullets: each report as a structured bullet list",
-    sql: include_str!("../../sql/bullets.sql"),
-    inputs: &["reports", "sentences", "images"],
-    side_inputs: &["quarantine"],
-    outputs: &["rexvqa_bullets", "quarantine"],
-    settings: &[
+pub static DEF: StageDef = StageDef::generation(
+    "rexvqa_bullets",
+    "rexvqa_bullets: each report as a structured bullet list",
+    include_str!("../../sql/bullets.sql"),
+    &["reports", "sentences", "images"],
+    &["rexvqa_bullets", "quarantine"],
+    &[
         "generator",
         "llm_endpoint",
         "llm_model",
         "flavour_prompts",
         "chunk_patients",
     ],
-    chunking: Chunking::Patients { default: 2000 },
-    writes: Writes::Replace,
-    coverage: Coverage::PerStudy,
-    detects_changes: true,
-    reads_synonyms: true,
-};
+);
 
 /// The `rexvqa_bullets` stage.
-#[derive(Debug)]
-pub struct Bullets;
+pub const STAGE: GenerationStage = GenerationStage {
+    def: &DEF,
+    task,
+    record: bullet_fields,
+    step: "bulleted",
+    requests: "SELECT study_id FROM reports",
+    definitions: |_| Ok(BTreeMap::new()),
+    extras: no_extras,
+    describe,
+};
 
-fn task(pipeline: &Pipeline) -> Result<(Arc<BulletsTask>, String)> {
+fn task(pipeline: &Pipeline) -> Result<Arc<dyn GenerationTask>> {
     let prompts = super::prompts(pipeline)?;
-    let version = prompts.version().to_string();
-    let task = BulletsTask::new(prompts)
-        .map_err(|e| PipelineError::Config(format!("ReXVQA bullets: {e}")))?;
-    Ok((Arc::new(task), version))
+    let task = BulletsTask::new(prompts).map_err(task_error("ReXVQA bullets"))?;
+    Ok(Arc::new(task))
 }
 
-#[async_trait]
-impl Stage for Bullets {
-    fn def(&self) -> &'static StageDef {
-        &DEF
-    }
-
-    /// One per report.
-    fn llm_requests(&self) -> Option<LlmRequests> {
-        Some(LlmRequests {
-            backend: "generator",
-            rows: "SELECT study_id FROM reports",
-        })
-    }
-
-    async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
-        let (task, version) = task(pipeline)?;
-        Ok(BTreeMap::from([(
-            "generator".into(),
-            generator_id(pipeline, task.as_ref(), &version)?,
-        )]))
-    }
-
-    async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
-        let (task, version) = task(pipeline)?;
-        let bound = bind(pipeline, task, bullet_fields(), &version, "bulleted").await?;
-        Ok(bound.prepared(Vec::new()))
-    }
-
-    fn describe(&self, report: &StageReport) -> String {
-        format!(
-            "rexvqa_bullets ({}): {} reports as bullet lists in {:.1} s, {} rejected",
-            report.metric_text("generator"),
-            report.rows("rexvqa_bullets"),
-            report.seconds,
-            report.metric("rejects"),
-        ) + &cxrlake_pipeline::llm_calls::describe_llm(report)
-    }
+fn describe(report: &StageReport) -> String {
+    format!(
+        "rexvqa_bullets ({}): {} reports as bullet lists in {:.1} s, {} rejected",
+        report.metric_text("generator"),
+        report.rows("rexvqa_bullets"),
+        report.seconds,
+        report.metric("rejects"),
+    )
 }

@@ -7,48 +7,50 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::generate::GenerateTask;
-use async_trait::async_trait;
 use cxrlake_schemas::rexvqa::mcq_fields;
 
+use cxrlake_generate::GenerationTask;
 use cxrlake_pipeline::Pipeline;
-use cxrlake_pipeline::error::{PipelineError, Result};
-use cxrlake_pipeline::generation::bind;
-use cxrlake_pipeline::stage::{
-    Chunking, Coverage, LlmRequests, Prepared, RunMode, Stage, StageDef, StageReport, Writes,
-};
+use cxrlake_pipeline::error::Result;
+use cxrlake_pipeline::generation::{GenerationStage, no_extras, task_error};
+use cxrlake_pipeline::stage::{StageDef, StageReport};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef {
-    name: "rexvqa_generate",
-    doc: "rexvqa_mcq: four-option MCQs per study with the structural validators v1-v4",
-    sql: include_str!("../../sql/generate.sql"),
-    inputs: &["rexvqa_bullets", "scene_graphs"],
-    side_inputs: &["quarantine"],
-    outputs: &["rexvqa_mcq", "quarantine"],
-    settings: &[
-        "refdefs",
-        "seed",
-        "generator",
-        "llm_endpoint",
-        "llm_model",
-        "flavour_prompts",
-        "rexvqa_min_explanation",
-        "chunk_patients",
-    ],
-    chunking: Chunking::Patients { default: 2000 },
-    writes: Writes::Replace,
-    coverage: Coverage::PerStudy,
-    detects_changes: true,
     reads_synonyms: false,
+    ..StageDef::generation(
+        "rexvqa_generate",
+        "rexvqa_mcq: four-option MCQs per study with the structural validators v1-v4",
+        include_str!("../../sql/generate.sql"),
+        &["rexvqa_bullets", "scene_graphs"],
+        &["rexvqa_mcq", "quarantine"],
+        &[
+            "refdefs",
+            "seed",
+            "generator",
+            "llm_endpoint",
+            "llm_model",
+            "flavour_prompts",
+            "rexvqa_min_explanation",
+            "chunk_patients",
+        ],
+    )
 };
 
 /// The `rexvqa_generate` stage.
-#[derive(Debug)]
-pub struct Generate;
+pub const STAGE: GenerationStage = GenerationStage {
+    def: &DEF,
+    task,
+    record: mcq_fields,
+    step: "generated",
+    requests: "SELECT study_id FROM reports",
+    definitions: definitions,
+    extras: no_extras,
+    describe,
+};
 
-fn task(pipeline: &Pipeline) -> Result<(Arc<GenerateTask>, String)> {
+fn task(pipeline: &Pipeline) -> Result<Arc<dyn GenerationTask>> {
     let prompts = super::prompts(pipeline)?;
-    let version = prompts.version().to_string();
     let config = pipeline.config();
     let task = GenerateTask::new(
         prompts,
@@ -57,46 +59,25 @@ fn task(pipeline: &Pipeline) -> Result<(Arc<GenerateTask>, String)> {
         config.seed,
         config.rexvqa_min_explanation,
     )
-    .map_err(|e| PipelineError::Config(format!("ReXVQA MCQs: {e}")))?;
-    Ok((Arc::new(task), version))
+    .map_err(task_error("ReXVQA MCQs"))?;
+    Ok(Arc::new(task))
 }
 
-#[async_trait]
-impl Stage for Generate {
-    fn def(&self) -> &'static StageDef {
-        &DEF
-    }
+/// The taxonomy's version and the reference definitions (the offline options' catalog).
+fn definitions(pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
+    let mut definitions = super::definitions(pipeline)?;
+    definitions.insert("refdefs".into(), pipeline.defs().fingerprint().to_string());
+    Ok(definitions)
+}
 
-    /// One per report's bullet list.
-    fn llm_requests(&self) -> Option<LlmRequests> {
-        Some(LlmRequests {
-            backend: "generator",
-            rows: "SELECT study_id FROM reports",
-        })
-    }
-
-    async fn definitions(&self, pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
-        let (task, version) = task(pipeline)?;
-        let mut definitions = super::definitions(pipeline, task.as_ref(), &version)?;
-        definitions.insert("refdefs".into(), pipeline.defs().fingerprint().to_string());
-        Ok(definitions)
-    }
-
-    async fn prepare(&self, pipeline: &Pipeline, _mode: RunMode) -> Result<Prepared> {
-        let (task, version) = task(pipeline)?;
-        let bound = bind(pipeline, task, mcq_fields(), &version, "generated").await?;
-        Ok(bound.prepared(Vec::new()))
-    }
-
-    fn describe(&self, report: &StageReport) -> String {
-        format!(
-            "rexvqa_generate ({}): {} MCQs for {} studies in {:.1} s ({:.0} MCQs/s), {} rejected",
-            report.metric_text("generator"),
-            report.rows("rexvqa_mcq"),
-            report.metric("inputs"),
-            report.seconds,
-            report.rows("rexvqa_mcq") as f64 / report.seconds.max(1e-9),
-            report.metric("rejects"),
-        ) + &cxrlake_pipeline::llm_calls::describe_llm(report)
-    }
+fn describe(report: &StageReport) -> String {
+    format!(
+        "rexvqa_generate ({}): {} MCQs for {} studies in {:.1} s ({:.0} MCQs/s), {} rejected",
+        report.metric_text("generator"),
+        report.rows("rexvqa_mcq"),
+        report.metric("inputs"),
+        report.seconds,
+        report.rows("rexvqa_mcq") as f64 / report.seconds.max(1e-9),
+        report.metric("rejects"),
+    )
 }

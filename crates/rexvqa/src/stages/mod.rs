@@ -15,21 +15,18 @@ use std::sync::Arc;
 
 use crate::offline::{Catalog, CatalogFinding, CatalogRegion};
 use crate::taxonomy::{FILE, Taxonomy};
-use cxrlake_generate::{GenerationTask, PromptSet};
+use cxrlake_generate::PromptSet;
 use cxrlake_refdefs::RefDefs;
 
 use cxrlake_pipeline::Pipeline;
 use cxrlake_pipeline::error::{PipelineError, Result};
 use cxrlake_pipeline::flavours::Flavour;
-use cxrlake_pipeline::generation::{flavour_prompts, generator_id};
+use cxrlake_pipeline::generation::flavour_prompts;
 use cxrlake_pipeline::settings;
 use cxrlake_pipeline::stage::Stage;
 use datafusion::logical_expr::ScalarUDF;
 
-pub use bullets::Bullets;
 pub use filter::Filter;
-pub use generate::Generate;
-pub use judge::Judge;
 
 /// The flavour, as `cxrlake-flavours` registers it.
 pub const FLAVOUR: Flavour = Flavour {
@@ -45,9 +42,9 @@ pub const FLAVOUR: Flavour = Flavour {
 /// The flavour's stages, in run order.
 pub fn stages() -> Vec<Arc<dyn Stage>> {
     vec![
-        Arc::new(Bullets),
-        Arc::new(Generate),
-        Arc::new(Judge),
+        Arc::new(bullets::STAGE),
+        Arc::new(generate::STAGE),
+        Arc::new(judge::STAGE),
         Arc::new(Filter),
     ]
 }
@@ -126,16 +123,9 @@ pub fn catalog(defs: &RefDefs) -> Catalog {
 }
 
 /// What the generation stages' fingerprints record: the taxonomy's version and the generator.
-fn definitions(
-    pipeline: &Pipeline,
-    task: &dyn GenerationTask,
-    prompt_version: &str,
-) -> Result<BTreeMap<String, String>> {
-    Ok(BTreeMap::from([
-        ("taxonomy".into(), taxonomy(pipeline)?.version().to_string()),
-        (
-            "generator".into(),
-            generator_id(pipeline, task, prompt_version)?,
-        ),
-    ]))
+pub(crate) fn definitions(pipeline: &Pipeline) -> Result<BTreeMap<String, String>> {
+    Ok(BTreeMap::from([(
+        "taxonomy".into(),
+        taxonomy(pipeline)?.version().to_string(),
+    )]))
 }
