@@ -65,7 +65,10 @@ impl CliError {
             | CliError::Export(cxrlake_export::ExportError::Usage(_))
             | CliError::Distributed(cxrlake_distributed::DistributedError::Engine { .. })
             | CliError::Pipeline(
-                cxrlake_pipeline::PipelineError::Config(_)
+                cxrlake_pipeline::PipelineError::Setting { .. }
+                | cxrlake_pipeline::PipelineError::Definitions(_)
+                | cxrlake_pipeline::PipelineError::Input(_)
+                | cxrlake_pipeline::PipelineError::Refused(_)
                 | cxrlake_pipeline::PipelineError::UnknownStage { .. },
             ) => 2,
             _ => 1,

@@ -127,7 +127,7 @@ pub async fn gemex_scores(lake: &Lake, options: &GemexOptions) -> Result<Evaluat
     }
     let scored = &systems[0];
     if scored.is_empty() {
-        return Err(PipelineError::Config(
+        return Err(PipelineError::Refused(
             "the lake's gemex_qa is empty: run `cxrlake run --flavour gemex` first".into(),
         ));
     }

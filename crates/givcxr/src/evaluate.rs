@@ -178,7 +178,7 @@ async fn scored(
 /// Common against rare findings and locations, per model.
 pub async fn givcxr_bias(lake: &Lake, options: &GivcxrBiasOptions) -> Result<Evaluation> {
     if !(options.rare_share > 0.0 && options.rare_share < 1.0) {
-        return Err(PipelineError::Config(format!(
+        return Err(PipelineError::Input(format!(
             "the rare share must be within (0, 1), got {}",
             options.rare_share
         )));

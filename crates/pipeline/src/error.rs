@@ -47,9 +47,30 @@ pub enum PipelineError {
     /// The Ballista cluster of the `engine` setting cannot run a stage's SQL.
     #[error(transparent)]
     Distributed(#[from] cxrlake_distributed::DistributedError),
-    /// A setting is missing or invalid.
+    /// A `cxrlake.*` setting, or the flag that sets it, has a value that cannot be used; the
+    /// message names the key and the values it takes.
+    #[error("{reason}")]
+    Setting {
+        /// The key, without the `cxrlake.` prefix.
+        key: &'static str,
+        /// What is wrong and what to give instead.
+        reason: String,
+    },
+    /// What a setting names cannot be loaded: reference definitions, templates, prompts, a
+    /// flavour's vocabulary or taxonomy, or the definitions the lake stored.
     #[error("{0}")]
-    Config(String),
+    Definitions(String),
+    /// What a command was given (a file of labels, boxes, predictions or ratings, an option)
+    /// cannot be used; the message names the file, row or option.
+    #[error("{0}")]
+    Input(String),
+    /// The lake's state does not allow what was asked (a release imported, a flavour not kept,
+    /// an input stage not run); the message says what to run instead.
+    #[error("{0}")]
+    Refused(String),
+    /// A background task of a run stopped without finishing (cancelled or panicked).
+    #[error("{0}")]
+    Task(String),
     /// The embedder failed (model or tokenizer cannot be loaded, inference failed).
     #[error("embedder: {0}")]
     Embed(#[source] cxrlake_embed::EmbedError),
@@ -131,6 +152,11 @@ pub enum PipelineError {
 }
 
 impl PipelineError {
+    /// A [`PipelineError::Setting`] error of `key`.
+    pub fn setting(key: &'static str, reason: String) -> Self {
+        PipelineError::Setting { key, reason }
+    }
+
     pub(crate) fn query(stage: &'static str, source: datafusion::error::DataFusionError) -> Self {
         PipelineError::Query {
             stage,

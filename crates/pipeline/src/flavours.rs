@@ -39,14 +39,17 @@ pub fn selected(flavours: Flavours, names: &str) -> Result<Vec<&'static Flavour>
     let mut out: Vec<&'static Flavour> = Vec::new();
     for name in names.split(',').map(str::trim).filter(|n| !n.is_empty()) {
         let flavour = flavours.iter().find(|f| f.name == name).ok_or_else(|| {
-            PipelineError::Config(format!(
-                "unknown flavour '{name}'; the flavours are: {}",
-                flavours
-                    .iter()
-                    .map(|f| f.name)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ))
+            PipelineError::setting(
+                "flavours",
+                format!(
+                    "unknown flavour '{name}'; the flavours are: {}",
+                    flavours
+                        .iter()
+                        .map(|f| f.name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )
         })?;
         if !out.iter().any(|f| f.name == name) {
             out.push(flavour);

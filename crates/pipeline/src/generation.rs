@@ -56,7 +56,7 @@ pub fn flavour_prompts(
         Some(dir) => PromptSet::load(&dir.join(folder)),
         None => embedded(),
     }
-    .map_err(|e| PipelineError::Config(format!("{label} prompts: {e}")))?;
+    .map_err(|e| PipelineError::Definitions(format!("{label} prompts: {e}")))?;
     Ok(Arc::new(prompts))
 }
 
@@ -193,7 +193,7 @@ pub fn no_extras(_pipeline: &Pipeline) -> Result<Extras> {
 
 /// A task's construction error as a configuration error naming the task (`label`).
 pub fn task_error<E: std::fmt::Display>(label: &'static str) -> impl Fn(E) -> PipelineError {
-    move |e| PipelineError::Config(format!("{label}: {e}"))
+    move |e| PipelineError::Definitions(format!("{label}: {e}"))
 }
 
 #[async_trait]

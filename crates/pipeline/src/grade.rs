@@ -168,7 +168,7 @@ async fn refuse_unknown_judge(pipeline: &Pipeline, id: &str) -> Result<()> {
     )
     .await?;
     let judges = first_column_strings("grade", &judges)?;
-    Err(PipelineError::Config(format!(
+    Err(PipelineError::Refused(format!(
         "judge `{id}` has no verdicts in qa_judgements, so every QA pair would be 'not rated'; \
          run `cxrlake run judge` with the same settings first, or check the judge settings \
          (--judge, --model, --judge-prompts). Judges with verdicts: {}",

@@ -117,9 +117,12 @@ impl Stage for Map {
         let defs = pipeline.defs();
         let threshold = threshold(pipeline);
         if !(threshold.is_finite() && threshold <= 1.0) {
-            return Err(PipelineError::Config(format!(
-                "cxrlake.match_threshold must be a cosine similarity of at most 1, got {threshold}"
-            )));
+            return Err(PipelineError::setting(
+                "match_threshold",
+                format!(
+                    "cxrlake.match_threshold must be a cosine similarity of at most 1, got {threshold}"
+                ),
+            ));
         }
         let embedder = pipeline.embedder()?;
         let params = vec![("embedder", ScalarValue::from(embedder.id()))];

@@ -145,7 +145,7 @@ impl PipelineBuilder {
         let mut names: Vec<&str> = stages.iter().map(|s| s.def().name).collect();
         names.sort_unstable();
         if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
-            return Err(PipelineError::Config(format!(
+            return Err(PipelineError::Refused(format!(
                 "two stages are named {}",
                 twice[0]
             )));
@@ -189,7 +189,7 @@ fn load_refdefs(config: &CxrlakeConfig) -> Result<RefDefs> {
         None => RefDefs::embedded(),
     };
     result.map_err(|err| match err {
-        cxrlake_refdefs::Error::Invalid(diagnostics) => PipelineError::Config(format!(
+        cxrlake_refdefs::Error::Invalid(diagnostics) => PipelineError::Definitions(format!(
             "{} error(s) in the reference definitions{}; run `cxrlake refdefs check` for all. \
              First: {}",
             diagnostics.len(),
@@ -201,7 +201,7 @@ fn load_refdefs(config: &CxrlakeConfig) -> Result<RefDefs> {
                 .map(ToString::to_string)
                 .unwrap_or_default()
         )),
-        other => PipelineError::Config(format!("reference definitions: {other}")),
+        other => PipelineError::Definitions(format!("reference definitions: {other}")),
     })
 }
 
@@ -293,7 +293,7 @@ impl Pipeline {
             cxrlake_embed::load(&config.embedder, &config.onnx_model, &config.onnx_tokenizer)
                 .map_err(|e| match e {
                     cxrlake_embed::EmbedError::InvalidSetting(reason) => {
-                        PipelineError::Config(reason)
+                        PipelineError::setting("embedder", reason)
                     }
                     other => PipelineError::Embed(other),
                 })
@@ -308,9 +308,12 @@ impl Pipeline {
     /// The LLM, required by `backend` (`extractor` or `judge`) set to `llm`.
     pub fn required_llm(&self, backend: &str) -> Result<LlmConfig> {
         self.llm()?.ok_or_else(|| {
-            PipelineError::Config(format!(
-                "cxrlake.{backend} = llm needs an endpoint: --llm-endpoint URL --model NAME"
-            ))
+            PipelineError::setting(
+                "llm_endpoint",
+                format!(
+                    "cxrlake.{backend} = llm needs an endpoint: --llm-endpoint URL --model NAME"
+                ),
+            )
         })
     }
 
@@ -319,7 +322,7 @@ impl Pipeline {
         loaded(&self.prompts, || {
             Ok(Arc::new(match settings::path(&self.config().prompts) {
                 Some(dir) => Prompts::load(&dir).map_err(|e| {
-                    PipelineError::Config(format!("extraction prompts {}: {e}", dir.display()))
+                    PipelineError::Definitions(format!("extraction prompts {}: {e}", dir.display()))
                 })?,
                 None => Prompts::embedded(),
             }))
@@ -348,7 +351,7 @@ impl Pipeline {
             Ok(Arc::new(
                 match settings::path(&self.config().judge_prompts) {
                     Some(dir) => JudgePrompts::load(&dir).map_err(|e| {
-                        PipelineError::Config(format!("judge prompts {}: {e}", dir.display()))
+                        PipelineError::Definitions(format!("judge prompts {}: {e}", dir.display()))
                     })?,
                     None => JudgePrompts::embedded(),
                 },
@@ -379,7 +382,7 @@ impl Pipeline {
             .iter()
             .find(|s| s.def().name == name)
             .ok_or_else(|| match crate::flavours::owning(self.flavours, name) {
-                Some(flavour) => PipelineError::Config(format!(
+                Some(flavour) => PipelineError::Refused(format!(
                     "stage {name} belongs to the flavour {0}: add --flavour {0}",
                     flavour.name
                 )),
@@ -502,7 +505,7 @@ impl Pipeline {
                         .await?
                         == 0;
                 if empty {
-                    return Err(PipelineError::Config(format!(
+                    return Err(PipelineError::Refused(format!(
                         "flavour {} reads table {table} (stage {name}), which a lake imported \
                          from the release does not have: the release holds scene graphs and QA \
                          pairs, not the MIMIC-CXR reports. Build it on a lake made from the \
@@ -515,7 +518,7 @@ impl Pipeline {
             out.push(*name);
         }
         if out.is_empty() {
-            return Err(PipelineError::Config(
+            return Err(PipelineError::Refused(
                 "this lake holds a release imported with `cxrlake import release`: the built-in \
                  stages would rebuild scene_graphs and qa from the MIMIC-CXR sources, which it \
                  does not have. Query it (`cxrlake sql`, `cxrlake stats`, `cxrlake report`), \
@@ -535,7 +538,7 @@ impl Pipeline {
         for name in stages {
             for table in self.stage(name)?.def().outputs {
                 if *table != "quarantine" && self.imported(table).await {
-                    return Err(PipelineError::Config(format!(
+                    return Err(PipelineError::Refused(format!(
                         "{table} holds a release imported with `cxrlake import release`; stage \
                          {name} would rebuild it from the MIMIC-CXR sources, which this lake does \
                          not have, and replace it. Query it (`cxrlake sql`, `cxrlake stats`), \

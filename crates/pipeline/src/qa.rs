@@ -68,7 +68,7 @@ impl Stage for Qa {
         let studies = count(&ctx, "qa", "SELECT count(*) FROM scene_graphs").await?;
         let counted = count(&ctx, "qa", "SELECT count(*) FROM qa_balance").await?;
         if studies > 0 && counted == 0 {
-            return Err(PipelineError::Config(
+            return Err(PipelineError::Refused(
                 "qa_balance is empty: run `cxrlake run balance` before `cxrlake run qa` (the \
                  sampling probabilities come from it)"
                     .into(),

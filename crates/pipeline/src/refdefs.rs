@@ -20,7 +20,7 @@ pub async fn remember_refdefs(lake: &Lake, defs: &RefDefs) -> Result<()> {
     let name = refdefs_meta(defs.fingerprint());
     if lake.get_meta(&name).await?.is_none() {
         let texts = serde_json::to_vec(&defs.sources().texts())
-            .map_err(|e| PipelineError::Config(format!("storing the definitions: {e}")))?;
+            .map_err(|e| PipelineError::Definitions(format!("storing the definitions: {e}")))?;
         lake.put_meta(&name, texts).await?;
     }
     Ok(())
@@ -32,7 +32,7 @@ pub(crate) async fn stored_refdefs(lake: &Lake, fingerprint: &str) -> Result<Opt
         return Ok(None);
     };
     let texts: Vec<(String, String)> = serde_json::from_slice(&bytes)
-        .map_err(|e| PipelineError::Config(format!("reading stored definitions: {e}")))?;
+        .map_err(|e| PipelineError::Definitions(format!("reading stored definitions: {e}")))?;
     Ok(Sources::from_texts(&texts).and_then(|s| RefDefs::from_sources(s).ok()))
 }
 
@@ -44,7 +44,7 @@ pub async fn load_reference_tables(lake: &Lake, defs: &RefDefs) -> Result<bool> 
     let mut wrote = false;
     for (table, batch) in defs
         .to_record_batches()
-        .map_err(|e| PipelineError::Config(format!("reference tables: {e}")))?
+        .map_err(|e| PipelineError::Definitions(format!("reference tables: {e}")))?
     {
         let current = lake
             .history(table, Some(1))

@@ -613,7 +613,7 @@ async fn finish_write(pending: PendingWrite) -> Result<u64> {
     match pending.await {
         Ok(done) => done,
         Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(e) => Err(PipelineError::Config(format!(
+        Err(e) => Err(PipelineError::Task(format!(
             "a table write was cancelled: {e}"
         ))),
     }

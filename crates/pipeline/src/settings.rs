@@ -146,7 +146,7 @@ pub async fn stored_run(lake: &Lake) -> Result<Option<StoredRun>> {
     let field = |name: &str| -> Result<Vec<String>> {
         let column = settings
             .column_by_name(name)
-            .ok_or_else(|| PipelineError::Config(format!("runs.settings has no field {name}")))?;
+            .ok_or_else(|| PipelineError::Refused(format!("runs.settings has no field {name}")))?;
         let column =
             cast(column, &DataType::Utf8).map_err(|e| PipelineError::query("runs", e.into()))?;
         Ok(column
@@ -179,11 +179,14 @@ pub fn apply_stored(settings: &mut Settings, stored: &StoredRun) -> Result<()> {
             continue;
         }
         if PATH_KEYS.contains(key) && !value.is_empty() && !std::path::Path::new(value).exists() {
-            return Err(PipelineError::Config(format!(
-                "the lake was last built with cxrlake.{key} = {value}, which does not exist any \
+            return Err(PipelineError::setting(
+                key,
+                format!(
+                    "the lake was last built with cxrlake.{key} = {value}, which does not exist any \
                  more: pass it again (e.g. --{} DIR), or `--set {key}=` for the built-in default",
-                key.replace('_', "-")
-            )));
+                    key.replace('_', "-")
+                ),
+            ));
         }
         settings.set_from(key, value, Source::Lake)?;
     }
@@ -202,7 +205,8 @@ pub fn resolve_backends(settings: &mut Settings) -> Result<()> {
         )
     };
     if !has_llm && (explicit("llm_model") || explicit("prompts") || explicit("judge_prompts")) {
-        return Err(PipelineError::Config(
+        return Err(PipelineError::setting(
+            "llm_endpoint",
             "--model, --prompts and --judge-prompts need --llm-endpoint URL (without it the \
              offline backends run: rules for extract, heuristic for judge)"
                 .into(),
@@ -221,10 +225,13 @@ pub fn resolve_backends(settings: &mut Settings) -> Result<()> {
             v if v == offline => offline,
             v if Some(v) == also => v,
             other => {
-                return Err(PipelineError::Config(format!(
-                    "cxrlake.{key} = '{other}': use {}llm",
-                    also.map_or(format!("{offline} or "), |a| format!("{offline}, {a} or "))
-                )));
+                return Err(PipelineError::setting(
+                    key,
+                    format!(
+                        "cxrlake.{key} = '{other}': use {}llm",
+                        also.map_or(format!("{offline} or "), |a| format!("{offline}, {a} or "))
+                    ),
+                ));
             }
         };
         if value != resolved {
@@ -270,13 +277,13 @@ pub async fn record_run(
     let error = |e: datafusion::arrow::error::ArrowError| PipelineError::query("runs", e.into());
     let list_of = |field: usize| match schema.field(field).data_type() {
         DataType::List(item) => Ok(item.clone()),
-        other => Err(PipelineError::Config(format!(
+        other => Err(PipelineError::Refused(format!(
             "runs: field {field} is {other}, not a list"
         ))),
     };
     let settings_item = list_of(4)?;
     let DataType::Struct(fields) = settings_item.data_type() else {
-        return Err(PipelineError::Config(
+        return Err(PipelineError::Refused(
             "runs.settings is not a list of structs".into(),
         ));
     };
@@ -338,19 +345,24 @@ pub fn llm_config(config: &CxrlakeConfig) -> Result<Option<LlmConfig>> {
             scheme => Err(format!("scheme '{scheme}' is not http or https")),
         })
         .map_err(|e| {
-            PipelineError::Config(format!(
-                "cxrlake.llm_endpoint '{endpoint}': {e}; expected e.g. http://127.0.0.1:8000/v1"
-            ))
+            PipelineError::setting(
+                "llm_endpoint",
+                format!(
+                    "cxrlake.llm_endpoint '{endpoint}': {e}; expected e.g. http://127.0.0.1:8000/v1"
+                ),
+            )
         })?;
     if config.llm_model.is_empty() {
-        return Err(PipelineError::Config(
+        return Err(PipelineError::setting(
+            "llm_model",
             "cxrlake.llm_endpoint needs --model NAME (cxrlake.llm_model): the model the server \
              serves"
                 .into(),
         ));
     }
     if config.llm_request_timeout == 0 {
-        return Err(PipelineError::Config(
+        return Err(PipelineError::setting(
+            "llm_request_timeout",
             "cxrlake.llm_request_timeout must be at least 1 second".into(),
         ));
     }
@@ -372,10 +384,13 @@ pub const MAX_JUDGE_BATCH: usize = 32;
 pub fn judge_batch(config: &CxrlakeConfig) -> Result<usize> {
     match config.judge_batch {
         n @ 1..=MAX_JUDGE_BATCH => Ok(n),
-        n => Err(PipelineError::Config(format!(
-            "cxrlake.judge_batch = {n}: give 1 (one QA pair per LLM judge call) to \
+        n => Err(PipelineError::setting(
+            "judge_batch",
+            format!(
+                "cxrlake.judge_batch = {n}: give 1 (one QA pair per LLM judge call) to \
              {MAX_JUDGE_BATCH}"
-        ))),
+            ),
+        )),
     }
 }
 

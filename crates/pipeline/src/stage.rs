@@ -148,10 +148,13 @@ pub async fn identity(stage: &dyn Stage, pipeline: &Pipeline) -> Result<BTreeMap
     let mut identity = stage.definitions(pipeline).await?;
     for key in def.settings {
         let value = pipeline.settings().get(key).ok_or_else(|| {
-            PipelineError::Config(format!(
-                "stage {} declares the setting {key}, which is not a cxrlake.* key",
-                def.name
-            ))
+            PipelineError::setting(
+                key,
+                format!(
+                    "stage {} declares the setting {key}, which is not a cxrlake.* key",
+                    def.name
+                ),
+            )
         })?;
         let by_backend = settings::BACKEND_PARTS.iter().any(|(part, _)| part == key);
         if settings::OPERATIONAL_KEYS.contains(key)

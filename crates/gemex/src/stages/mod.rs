@@ -44,7 +44,7 @@ fn regions(pipeline: &Pipeline) -> Result<Arc<Regions>> {
         Some(dir) => Regions::load(&dir),
         None => Regions::embedded(),
     }
-    .map_err(|e| PipelineError::Config(format!("GEMeX regions: {e}")))?;
+    .map_err(|e| PipelineError::Definitions(format!("GEMeX regions: {e}")))?;
     Ok(Arc::new(regions))
 }
 

@@ -61,7 +61,7 @@ fn vocabulary(pipeline: &Pipeline) -> Result<Arc<Vocabulary>> {
         Some(dir) => Vocabulary::load(&dir),
         None => Vocabulary::embedded(),
     }
-    .map_err(|e| PipelineError::Config(e.to_string()))?;
+    .map_err(|e| PipelineError::Definitions(e.to_string()))?;
     Ok(Arc::new(vocabulary))
 }
 
@@ -88,7 +88,7 @@ fn prompts(pipeline: &Pipeline) -> Result<Arc<PromptSet>> {
 /// `cxrlake.givcxr_split`.
 pub(crate) fn split(pipeline: &Pipeline) -> Result<Split> {
     Split::parse(&pipeline.config().givcxr_split)
-        .map_err(|e| PipelineError::Config(format!("cxrlake.givcxr_split = {e}")))
+        .map_err(|e| PipelineError::setting("givcxr_split", format!("cxrlake.givcxr_split = {e}")))
 }
 
 /// `cxrlake.givcxr_bbox_small` and `givcxr_bbox_large`: shares of the image, small < large.
@@ -98,10 +98,13 @@ pub(crate) fn bbox_thresholds(pipeline: &Pipeline) -> Result<(f64, f64)> {
     if 0.0 < small && small < large && large <= 1.0 {
         Ok((small, large))
     } else {
-        Err(PipelineError::Config(format!(
-            "cxrlake.givcxr_bbox_small = {small} and givcxr_bbox_large = {large}: shares of the \
+        Err(PipelineError::setting(
+            "givcxr_bbox_small",
+            format!(
+                "cxrlake.givcxr_bbox_small = {small} and givcxr_bbox_large = {large}: shares of the \
              image with 0 < small < large <= 1 (defaults 0.05 and 0.2)"
-        )))
+            ),
+        ))
     }
 }
 

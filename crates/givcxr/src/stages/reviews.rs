@@ -82,20 +82,20 @@ pub async fn add_reviews(lake: &Lake, path: &Path) -> Result<RatingsAdded> {
         };
         let at = || format!("{source}, row {}", index + 1);
         if !known.contains(qa_id) {
-            return Err(PipelineError::Config(format!(
+            return Err(PipelineError::Input(format!(
                 "{}: qa_id '{qa_id}' is not a pair of givcxr_qa (review the pairs of the lake, \
                  e.g. in the order of givcxr_review)",
                 at()
             )));
         }
         if reviewer.trim().is_empty() {
-            return Err(PipelineError::Config(format!(
+            return Err(PipelineError::Input(format!(
                 "{}: the reviewer is empty",
                 at()
             )));
         }
         let Some(verdict) = accepted(verdict) else {
-            return Err(PipelineError::Config(format!(
+            return Err(PipelineError::Input(format!(
                 "{}: accepted = '{verdict}': write true/false (or yes/no, 1/0, accept/reject)",
                 at()
             )));

@@ -62,7 +62,7 @@ pub fn bank_in(templates: &str) -> Result<Bank> {
         Some(dir) => Bank::load(&dir),
         None => Bank::embedded(),
     }
-    .map_err(|e| PipelineError::Config(e.to_string()))
+    .map_err(|e| PipelineError::Definitions(e.to_string()))
 }
 
 /// The bank of the pipeline's templates folder.
@@ -79,10 +79,13 @@ fn prompts(pipeline: &Pipeline) -> Result<Arc<PromptSet>> {
 pub(crate) fn lint_policy(pipeline: &Pipeline) -> Result<LintPolicy> {
     let name = pipeline.config().vqa_lint.as_str();
     LintPolicy::parse(name).ok_or_else(|| {
-        PipelineError::Config(format!(
-            "cxrlake.vqa_lint = '{name}': use flag (keep and count), regenerate (ask the LLM \
+        PipelineError::setting(
+            "vqa_lint",
+            format!(
+                "cxrlake.vqa_lint = '{name}': use flag (keep and count), regenerate (ask the LLM \
              again) or drop (quarantine)"
-        ))
+            ),
+        )
     })
 }
 

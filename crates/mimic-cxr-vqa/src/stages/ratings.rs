@@ -64,14 +64,14 @@ pub async fn add_ratings(lake: &Lake, path: &Path) -> Result<RatingsAdded> {
         };
         let at = || format!("{source}, row {}", index + 1);
         if !known.contains(item) {
-            return Err(PipelineError::Config(format!(
+            return Err(PipelineError::Input(format!(
                 "{}: item '{item}' is not a question_id of mimic_cxr_vqa_qa (rate the pairs of \
                  the lake, e.g. those of mimic_cxr_vqa_judgements)",
                 at()
             )));
         }
         if rater.trim().is_empty() {
-            return Err(PipelineError::Config(format!(
+            return Err(PipelineError::Input(format!(
                 "{}: the rater is empty",
                 at()
             )));
@@ -80,14 +80,14 @@ pub async fn add_ratings(lake: &Lake, path: &Path) -> Result<RatingsAdded> {
             .iter()
             .find(|(name, _)| name.eq_ignore_ascii_case(rubric.trim()))
         else {
-            return Err(PipelineError::Config(format!(
+            return Err(PipelineError::Input(format!(
                 "{}: rubric '{rubric}' is not one of correctness, consistency, completeness, \
                  relevance",
                 at()
             )));
         };
         let Some(value) = level(rubric, value) else {
-            return Err(PipelineError::Config(format!(
+            return Err(PipelineError::Input(format!(
                 "{}: '{value}' is not a level of {rubric} ({})",
                 at(),
                 levels.join(", ")
@@ -149,7 +149,7 @@ pub async fn add_ratings(lake: &Lake, path: &Path) -> Result<RatingsAdded> {
 /// judge's id) and the added ratings, over the items at least two raters rated.
 pub fn rubric_ratings_sql(rubric: &str) -> Result<String> {
     let Some((name, _)) = RUBRICS.iter().find(|(name, _)| *name == rubric) else {
-        return Err(PipelineError::Config(format!(
+        return Err(PipelineError::Input(format!(
             "--rubric {rubric}: use correctness, consistency, completeness or relevance"
         )));
     };

@@ -186,7 +186,7 @@ pub async fn rater_agreement(lake: &Lake, options: &AgreementOptions) -> Result<
     let all = table(&vec![1; items.len()])?;
     let raters: Vec<String> = all.raters().to_vec();
     if raters.len() < 2 {
-        return Err(PipelineError::Config(format!(
+        return Err(PipelineError::Input(format!(
             "{}: agreement needs at least two raters, found {}",
             options.ratings.name(),
             raters.len()

@@ -130,7 +130,7 @@ pub async fn boxes_vs_reference(
         prediction_only
     ));
     if pairs.is_empty() {
-        return Err(PipelineError::Config(format!(
+        return Err(PipelineError::Input(format!(
             "no image of {} has a predicted box of a reference class: check that its image ids \
              are the lake's (images.image_id) and its classes those of {mapping_name}",
             options.reference.display()
@@ -303,7 +303,7 @@ FROM boxes";
 /// The reference boxes of a CSV `image_id,class,x1,y1,x2,y2` (header required).
 fn read_reference(path: &Path) -> Result<Vec<(String, String, Rect)>> {
     let error = |e: &dyn std::fmt::Display| {
-        PipelineError::Config(format!("reference boxes {}: {e}", path.display()))
+        PipelineError::Input(format!("reference boxes {}: {e}", path.display()))
     };
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)

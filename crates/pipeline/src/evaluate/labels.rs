@@ -110,7 +110,7 @@ pub(crate) fn load_mapping(path: Option<&Path>, defs: &RefDefs) -> Result<(Mappi
         ),
     };
     let mapping: Mapping = toml::from_str(&text)
-        .map_err(|e| PipelineError::Config(format!("label mapping {name}: {e}")))?;
+        .map_err(|e| PipelineError::Input(format!("label mapping {name}: {e}")))?;
     check_mapping(&mapping, defs, &name)?;
     Ok((mapping, name))
 }
@@ -167,7 +167,7 @@ pub async fn labels_vs_scene_graphs(
         ));
     }
     if classes.is_empty() {
-        return Err(PipelineError::Config(format!(
+        return Err(PipelineError::Input(format!(
             "no class of {mapping_name} has labels in the source; the labels name: {}",
             labelled.into_iter().collect::<Vec<_>>().join(", ")
         )));
@@ -181,7 +181,7 @@ pub async fn labels_vs_scene_graphs(
         })
         .collect();
     if studies.is_empty() {
-        return Err(PipelineError::Config(
+        return Err(PipelineError::Input(
             "no study has both a scene graph and labels: check that the labels' study ids \
              (without the 's' prefix or with it, as in the lake) match the lake's"
                 .into(),
@@ -249,7 +249,7 @@ pub async fn labels_vs_scene_graphs(
                 .iter()
                 .position(|c| &c.name == member)
                 .ok_or_else(|| {
-                    PipelineError::Config(format!(
+                    PipelineError::Input(format!(
                         "--subset {name}: no scored class '{member}'; the scored classes are: {}",
                         classes
                             .iter()
@@ -373,7 +373,7 @@ pub async fn labels_vs_scene_graphs(
 
 fn read_text(path: &Path) -> Result<String> {
     std::fs::read_to_string(path)
-        .map_err(|e| PipelineError::Config(format!("cannot read {}: {e}", path.display())))
+        .map_err(|e| PipelineError::Input(format!("cannot read {}: {e}", path.display())))
 }
 
 /// Every finding the mapping names must be a reference finding, and class names unique.
@@ -381,13 +381,13 @@ fn check_mapping(mapping: &Mapping, defs: &RefDefs, file: &str) -> Result<()> {
     let mut seen = HashSet::new();
     for class in &mapping.classes {
         if !seen.insert(class.name.as_str()) {
-            return Err(PipelineError::Config(format!(
+            return Err(PipelineError::Input(format!(
                 "{file}: class '{}' is listed twice",
                 class.name
             )));
         }
         if let Some(unknown) = class.findings.iter().find(|f| defs.finding(f).is_none()) {
-            return Err(PipelineError::Config(format!(
+            return Err(PipelineError::Input(format!(
                 "{file}: class '{}' names the finding '{unknown}', which the reference \
                  definitions do not have (see refdefs/findings.toml)",
                 class.name
@@ -449,7 +449,7 @@ async fn lake_labels(lake: &Lake, labeler: &str) -> Result<Labels> {
     );
     let rows = strings(&collect(&ctx, STAGE, &query).await?)?;
     if rows.is_empty() {
-        return Err(PipelineError::Config(format!(
+        return Err(PipelineError::Input(format!(
             "the lake's chexpert_labels has no rows of labeler '{labeler}': ingest \
              mimic-cxr-2.0.0-chexpert.csv.gz / -negbio.csv.gz, or pass --labels FILE.csv"
         )));
@@ -460,7 +460,7 @@ async fn lake_labels(lake: &Lake, labeler: &str) -> Result<Labels> {
         let entry = labels.entry(study.clone()).or_default();
         for (name, value) in columns.iter().zip(&row[1..]) {
             let value = parse_label(value).ok_or_else(|| {
-                PipelineError::Config(format!(
+                PipelineError::Input(format!(
                     "chexpert_labels, study {study}, {name}: '{value}' is not 1, 0, -1 or blank"
                 ))
             })?;
@@ -485,7 +485,7 @@ fn parse_label(value: &str) -> Option<Option<i8>> {
 
 fn csv_labels(path: &Path) -> Result<Labels> {
     let file = |e: &dyn std::fmt::Display| {
-        PipelineError::Config(format!("labels file {}: {e}", path.display()))
+        PipelineError::Input(format!("labels file {}: {e}", path.display()))
     };
     let mut reader = csv::ReaderBuilder::new()
         .trim(csv::Trim::All)

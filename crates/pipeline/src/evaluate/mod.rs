@@ -86,7 +86,7 @@ pub async fn register_file(ctx: &SessionContext, name: &str, path: &Path) -> Res
     let text = path.to_string_lossy();
     let lower = text.to_lowercase();
     if !path.exists() {
-        return Err(PipelineError::Config(format!("{text}: no such file")));
+        return Err(PipelineError::Input(format!("{text}: no such file")));
     }
     let result = if lower.ends_with(".parquet") {
         ctx.register_parquet(name, text.as_ref(), ParquetReadOptions::default())
@@ -114,11 +114,11 @@ pub async fn register_file(ctx: &SessionContext, name: &str, path: &Path) -> Res
         )
         .await
     } else {
-        return Err(PipelineError::Config(format!(
+        return Err(PipelineError::Input(format!(
             "{text}: unknown file type; give a .parquet, .csv, .csv.gz or .jsonl (JSON Lines) file"
         )));
     };
-    result.map_err(|e| PipelineError::Config(format!("{text}: cannot read it: {e}")))
+    result.map_err(|e| PipelineError::Input(format!("{text}: cannot read it: {e}")))
 }
 
 /// The columns of table `name` that `required` lists, or an error naming the file, the missing
@@ -145,7 +145,7 @@ pub async fn require_columns(
         .copied()
         .collect();
     if !missing.is_empty() {
-        return Err(PipelineError::Config(format!(
+        return Err(PipelineError::Input(format!(
             "{}: missing column(s) {}; it has: {}",
             path.display(),
             missing.join(", "),

@@ -94,7 +94,7 @@ async fn parts(ctx: &SessionContext, table: &str) -> Result<BTreeMap<(String, St
         _ => Vec::new(),
     };
     if !fields.iter().any(|f| f == "text") {
-        return Err(PipelineError::Config(format!(
+        return Err(PipelineError::Input(format!(
             "{table}: `answers` must be a list of answer parts with at least a `text` field \
              (like qa.answers)"
         )));
@@ -297,7 +297,7 @@ pub async fn radstruct_scores(lake: &Lake, options: &RadStructOptions) -> Result
         require_columns(&ctx, name, path, &["study_id", "question_id", "answers"]).await?;
         let predicted = parts(&ctx, name).await?;
         if !predicted.keys().any(|k| targets.contains_key(k)) {
-            return Err(PipelineError::Config(format!(
+            return Err(PipelineError::Input(format!(
                 "no prediction of {} matches a question of the lake's qa by (study_id, question_id)",
                 path.display()
             )));
@@ -481,7 +481,8 @@ impl LlmEntailer {
     /// applies), caching in `lake`'s `llm_calls`.
     pub async fn open(lake: &Lake, settings: &cxrlake_lake::CxrlakeConfig) -> Result<Self> {
         let config = crate::settings::llm_config(settings)?.ok_or_else(|| {
-            PipelineError::Config(
+            PipelineError::setting(
+                "llm_endpoint",
                 "--entailer llm needs an LLM: --llm-endpoint URL --model NAME".into(),
             )
         })?;
@@ -510,7 +511,7 @@ impl LlmEntailer {
             .with_cache(cache)
             .with_prompt_version(version.clone());
         let schema = serde_json::from_str(rs::ENTAILMENT_SCHEMA)
-            .map_err(|e| PipelineError::Config(format!("entailment.schema.json: {e}")))?;
+            .map_err(|e| PipelineError::Definitions(format!("entailment.schema.json: {e}")))?;
         Ok(Self {
             client: std::sync::Arc::new(client),
             id: format!("llm:{model}@{version}"),

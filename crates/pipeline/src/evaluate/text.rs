@@ -74,7 +74,7 @@ pub async fn text_scores(lake: &Lake, options: &TextOptions) -> Result<Evaluatio
     let (targets_sql, key) = match &options.targets {
         TextTargets::Qa => {
             if !has("study_id") {
-                return Err(PipelineError::Config(format!(
+                return Err(PipelineError::Input(format!(
                     "{}: needs a study_id column (qa question ids repeat across studies)",
                     options.predictions.display()
                 )));
@@ -90,7 +90,7 @@ pub async fn text_scores(lake: &Lake, options: &TextOptions) -> Result<Evaluatio
         }
         TextTargets::Gemex => {
             if !has("image_id") {
-                return Err(PipelineError::Config(format!(
+                return Err(PipelineError::Input(format!(
                     "{}: needs an image_id column to match gemex_qa",
                     options.predictions.display()
                 )));
@@ -153,7 +153,7 @@ pub async fn text_scores(lake: &Lake, options: &TextOptions) -> Result<Evaluatio
         }
     }
     if items.is_empty() {
-        return Err(PipelineError::Config(
+        return Err(PipelineError::Input(
             "no reference texts: the targets table or file is empty".into(),
         ));
     }

@@ -323,7 +323,7 @@ struct TruthLine {
 /// The statements of every study of a truth file.
 fn read_truth(path: &Path) -> Result<BTreeMap<String, Vec<TruthStatement>>> {
     let unreadable = |e: std::io::Error| {
-        PipelineError::Config(format!(
+        PipelineError::Input(format!(
             "ground truth {}: {e}; pass the ground_truth.jsonl written by `cxrlake synth`",
             path.display()
         ))
@@ -336,7 +336,7 @@ fn read_truth(path: &Path) -> Result<BTreeMap<String, Vec<TruthStatement>>> {
             continue;
         }
         let study: TruthLine = serde_json::from_str(&line).map_err(|e| {
-            PipelineError::Config(format!(
+            PipelineError::Input(format!(
                 "ground truth {}, line {}: {e}; every line must be one study's JSON object \
                  ({{\"study_id\": …, \"findings\": [{{\"finding\": …, \"positiveness\": \"pos\"|\"neg\", …}}]}})",
                 path.display(),

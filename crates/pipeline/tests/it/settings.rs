@@ -471,3 +471,34 @@ async fn changed_settings_make_their_stages_stale_and_the_rerun_equals_a_fresh_b
         assert_eq!(stored, *value, "{key} as stored");
     }
 }
+
+/// A setting's bad value is refused before any work by an error that names its key
+/// (`PipelineError::Setting`), for the core's settings and each flavour's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_setting_is_refused_naming_its_key() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = open_lake(dir.path()).await;
+    for (key, value) in [
+        ("embedder", "word2vec"),
+        ("vqa_lint", "sometimes"),
+        ("rexvqa_duplicate_threshold", "1.5"),
+        ("givcxr_split", "a:b:c"),
+        ("givcxr_bbox_small", "0.9"),
+        ("generator", "oracle"),
+    ] {
+        let pipeline = Pipeline::builder(lake.clone(), cxrlake_flavours::ALL)
+            .set(key, value)
+            .expect("a value of the right type");
+        let error = match pipeline.open().await {
+            Ok(pipeline) => pipeline.validate().expect_err(key),
+            Err(error) => error,
+        };
+        match &error {
+            cxrlake_pipeline::PipelineError::Setting { key: named, .. } => {
+                assert_eq!(*named, key, "{error}")
+            }
+            other => panic!("{key} = {value}: {other:?}"),
+        }
+        assert!(error.to_string().contains(key), "{error}");
+    }
+}

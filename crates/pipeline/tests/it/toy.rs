@@ -92,7 +92,8 @@ const TOY: Flavour = Flavour {
     stages: || vec![Arc::new(FindingCounts)],
     check: |pipeline| {
         if pipeline.config().seed > 1000 {
-            return Err(cxrlake_pipeline::PipelineError::Config(
+            return Err(cxrlake_pipeline::PipelineError::setting(
+                "seed",
                 "toy: seed ≤ 1000".into(),
             ));
         }

@@ -59,7 +59,7 @@ fn taxonomy(pipeline: &Pipeline) -> Result<Arc<Taxonomy>> {
         Some(dir) => Taxonomy::load(&dir),
         None => Taxonomy::embedded(),
     }
-    .map_err(|e| PipelineError::Config(e.to_string()))?;
+    .map_err(|e| PipelineError::Definitions(e.to_string()))?;
     Ok(Arc::new(taxonomy))
 }
 
@@ -74,10 +74,13 @@ pub(crate) fn duplicate_threshold(pipeline: &Pipeline) -> Result<f64> {
     if (0.0..=1.0).contains(&threshold) {
         Ok(threshold)
     } else {
-        Err(PipelineError::Config(format!(
-            "cxrlake.rexvqa_duplicate_threshold = {threshold}: a cosine similarity between 0 and \
+        Err(PipelineError::setting(
+            "rexvqa_duplicate_threshold",
+            format!(
+                "cxrlake.rexvqa_duplicate_threshold = {threshold}: a cosine similarity between 0 and \
              1 (the paper uses 0.9)"
-        )))
+            ),
+        ))
     }
 }
 
