@@ -17,6 +17,7 @@ pub static DEF: StageDef = StageDef {
     name: "balance",
     doc: "qa_balance: positive/negative mentions, sampling probabilities, correlated findings",
     sql: include_str!("../../../sql/balance.sql"),
+    file: "sql/balance.sql",
     inputs: &["scene_graphs"],
     side_inputs: &[],
     outputs: &["qa_balance"],

@@ -40,6 +40,7 @@ pub static DEF: StageDef = StageDef {
     name: "extract",
     doc: "sentences, observations_raw, indications from reports (rules or LLM backend)",
     sql: include_str!("../../../sql/extract.sql"),
+    file: "sql/extract.sql",
     inputs: &["reports"],
     side_inputs: &["quarantine"],
     outputs: &["sentences", "observations_raw", "indications", "quarantine"],

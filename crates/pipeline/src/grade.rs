@@ -42,6 +42,7 @@ pub static DEF: StageDef = StageDef {
     name: "grade",
     doc: "qa rewritten with ratings from qa_judgements and the scene-graph quality",
     sql: include_str!("../../../sql/grade.sql"),
+    file: "sql/grade.sql",
     inputs: &["qa", "reports", "images", "qa_judgements"],
     side_inputs: &[],
     outputs: &["qa"],

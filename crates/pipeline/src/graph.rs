@@ -20,6 +20,7 @@ pub static DEF: StageDef = StageDef {
     name: "graph",
     doc: "scene_graphs: one nested scene graph per study",
     sql: include_str!("../../../sql/graph.sql"),
+    file: "sql/graph.sql",
     inputs: &[
         "sentences",
         "observations",

@@ -399,7 +399,7 @@ async fn decide(
         return Ok(plan);
     }
     if fingerprint.sql != sql_hash(def.sql) {
-        plan.all(format!("sql/{}.sql changed", def.name));
+        plan.all(format!("{} changed", def.file));
         return Ok(plan);
     }
     let unfinished = Scope::Studies(unfinished_studies(pipeline, def).await?);

@@ -56,6 +56,7 @@ pub static DEF: StageDef = StageDef {
     name: "judge",
     doc: "qa_judgements: the five text criteria of every QA pair, each distinct input judged once",
     sql: include_str!("../../../sql/judge.sql"),
+    file: "sql/judge.sql",
     inputs: &["qa", "reports"],
     side_inputs: &[],
     outputs: &[TABLE],

@@ -22,6 +22,7 @@ pub static DEF: StageDef = StageDef {
     name: "localize",
     doc: "region_boxes: every localized region's boxes on every image",
     sql: include_str!("../../../sql/localize.sql"),
+    file: "sql/localize.sql",
     inputs: &["images", "cxas_masks", "imagenome_boxes"],
     side_inputs: &[],
     outputs: &["region_boxes"],

@@ -44,6 +44,7 @@ pub static DEF: StageDef = StageDef {
     name: "map",
     doc: "observations: extracted tags mapped onto the reference definitions",
     sql: include_str!("../../../sql/map.sql"),
+    file: "sql/map.sql",
     inputs: &["observations_raw"],
     side_inputs: &[],
     outputs: &["observations"],
@@ -72,11 +73,11 @@ pub struct Map;
 /// `(study_id, kind, text)` of every text the mapping looks up: the stage's own `studies`
 /// statement (`sql/map.sql`) with `map_texts`, the one splitting rule `map_observations` uses.
 fn texts_by_study_sql() -> Result<String> {
-    let studies = crate::sql::statements("map", DEF.sql, &|t| DEF.outputs.contains(&t))?
+    let studies = crate::sql::statements(DEF.file, DEF.sql, &|t| DEF.outputs.contains(&t))?
         .into_iter()
         .find(|s| s.name == "studies")
         .ok_or_else(|| PipelineError::Sql {
-            file: "sql/map.sql".into(),
+            file: DEF.file.into(),
             reason: "no `-- @step studies` statement (the studies' raw observations)".into(),
         })?;
     Ok(format!(

@@ -30,6 +30,7 @@ pub static DEF: StageDef = StageDef {
     name: "qa",
     doc: "qa: question-answer pairs from the scene graphs with the templates",
     sql: include_str!("../../../sql/qa.sql"),
+    file: "sql/qa.sql",
     inputs: &["scene_graphs", "qa_balance"],
     side_inputs: &[],
     outputs: &["qa"],

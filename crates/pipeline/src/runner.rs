@@ -130,13 +130,13 @@ async fn run_chunks(
     let def = stage.def();
     let name = def.name;
     let lake = pipeline.lake();
-    let statements = statements(name, def.sql, &|t| def.outputs.contains(&t))?;
+    let statements = statements(def.file, def.sql, &|t| def.outputs.contains(&t))?;
     let tables: HashMap<&str, (TableDef, SchemaRef)> = def
         .outputs
         .iter()
         .map(|table| {
             let table_def = stage.table(table).ok_or_else(|| PipelineError::Sql {
-                file: format!("sql/{name}.sql"),
+                file: def.file.to_string(),
                 reason: format!("output {table} is not a table cxrlake declares"),
             })?;
             Ok((*table, (table_def, (table_def.schema)())))
@@ -289,7 +289,7 @@ async fn run_chunks(
                     tables
                         .get(statement.name.as_str())
                         .ok_or_else(|| PipelineError::Sql {
-                            file: format!("sql/{name}.sql"),
+                            file: def.file.to_string(),
                             reason: format!(
                                 "@table {} is not one of the stage's outputs",
                                 statement.name

@@ -183,11 +183,11 @@ pub struct Statement {
     pub sql: String,
 }
 
-/// Splits the SQL file of `stage` into its `-- @step <name>` / `-- @table <name>` statements;
-/// `tables` says which names are tables the stage may write.
-pub fn statements(stage: &str, sql: &str, tables: &dyn Fn(&str) -> bool) -> Result<Vec<Statement>> {
+/// Splits a stage's SQL (of `file`, named in errors) into its `-- @step <name>` / `-- @table
+/// <name>` statements; `tables` says which names are tables the stage may write.
+pub fn statements(file: &str, sql: &str, tables: &dyn Fn(&str) -> bool) -> Result<Vec<Statement>> {
     let error = |reason: String| PipelineError::Sql {
-        file: format!("sql/{stage}.sql"),
+        file: file.to_string(),
         reason,
     };
     let mut out: Vec<Statement> = Vec::new();

@@ -78,6 +78,9 @@ pub struct StageDef {
     pub doc: &'static str,
     /// Its SQL (`include_str!` of the file).
     pub sql: &'static str,
+    /// That file, from the repository's root (`sql/qa.sql`, `crates/gemex/sql/generate.sql`):
+    /// what errors and plans name.
+    pub file: &'static str,
     /// Tables it reads; the first lists the patients of a chunked run. The producer of each is
     /// the nearest stage before it in the graph that writes it (else a source table).
     pub inputs: &'static [&'static str],
@@ -116,6 +119,7 @@ impl StageDef {
         name: &'static str,
         doc: &'static str,
         sql: &'static str,
+        file: &'static str,
         inputs: &'static [&'static str],
         outputs: &'static [&'static str],
         settings: &'static [&'static str],
@@ -124,6 +128,7 @@ impl StageDef {
             name,
             doc,
             sql,
+            file,
             inputs,
             side_inputs: &["quarantine"],
             outputs,

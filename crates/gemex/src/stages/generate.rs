@@ -20,6 +20,7 @@ pub static DEF: StageDef = StageDef::generation(
     "gemex_generate",
     "gemex_qa: 11 grounded, explainable questions per frontal image",
     include_str!("../../sql/generate.sql"),
+    "crates/gemex/sql/generate.sql",
     &[
         "gemex_sentences",
         "images",

@@ -18,6 +18,7 @@ pub static DEF: StageDef = StageDef::generation(
     "gemex_reground",
     "gemex_sentences: report sentences re-grounded onto one of GEMeX's 30 regions",
     include_str!("../../sql/reground.sql"),
+    "crates/gemex/sql/reground.sql",
     &["sentences", "imagenome_boxes", "images"],
     &["gemex_sentences", "quarantine"],
     &[

@@ -23,6 +23,7 @@ pub static DEF: StageDef = StageDef::generation(
     "givcxr_answers",
     "givcxr_qa: one answer per question (prompt P2) with aspect, finding, box size, lengths",
     include_str!("../../sql/answers.sql"),
+    "crates/givcxr/sql/answers.sql",
     &["givcxr_questions", "givcxr_regions"],
     &["givcxr_qa", "quarantine"],
     &[

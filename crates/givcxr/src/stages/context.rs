@@ -25,6 +25,7 @@ pub static DEF: StageDef = StageDef {
     name: "givcxr_context",
     doc: "givcxr_regions: one region context per frontal image and GIV-CXR region with facts",
     sql: include_str!("../../sql/context.sql"),
+    file: "crates/givcxr/sql/context.sql",
     inputs: &["scene_graphs", "images", "region_boxes", "imagenome_boxes"],
     side_inputs: &[],
     outputs: &["givcxr_regions"],

@@ -21,6 +21,7 @@ pub static DEF: StageDef = StageDef {
     name: "givcxr_filter",
     doc: "givcxr_dataset, givcxr_rejects, givcxr_review: hallucinated, linted, unjudged pairs out",
     sql: include_str!("../../sql/filter.sql"),
+    file: "crates/givcxr/sql/filter.sql",
     inputs: &["givcxr_qa", "givcxr_verdicts"],
     side_inputs: &[],
     outputs: &[

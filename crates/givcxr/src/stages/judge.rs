@@ -20,6 +20,7 @@ pub static DEF: StageDef = StageDef::generation(
     "givcxr_judge",
     "givcxr_verdicts: hallucination verdicts (prompt P3) batched per region context",
     include_str!("../../sql/judge.sql"),
+    "crates/givcxr/sql/judge.sql",
     &["givcxr_qa", "givcxr_regions"],
     &["givcxr_verdicts", "quarantine"],
     &[

@@ -18,6 +18,7 @@ pub static DEF: StageDef = StageDef::generation(
     "givcxr_questions",
     "givcxr_questions: questions per region context (prompt P1) with their guideline breaches",
     include_str!("../../sql/questions.sql"),
+    "crates/givcxr/sql/questions.sql",
     &["givcxr_regions"],
     &["givcxr_questions", "quarantine"],
     &[

@@ -19,6 +19,7 @@ pub static DEF: StageDef = StageDef::generation(
     "mimic_cxr_vqa_answer",
     "mimic_cxr_vqa_qa: one answer per question, linted",
     include_str!("../../sql/answer.sql"),
+    "crates/mimic-cxr-vqa/sql/answer.sql",
     &[
         "mimic_cxr_vqa_questions",
         "mimic_cxr_vqa_reports",

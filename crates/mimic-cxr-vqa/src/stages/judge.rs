@@ -23,6 +23,7 @@ pub static DEF: StageDef = StageDef {
         "mimic_cxr_vqa_judge",
         "mimic_cxr_vqa_judgements: four-rubric verdicts on a QC sample of reports",
         include_str!("../../sql/judge.sql"),
+        "crates/mimic-cxr-vqa/sql/judge.sql",
         &["mimic_cxr_vqa_qa", "mimic_cxr_vqa_reports"],
         &["mimic_cxr_vqa_judgements", "quarantine"],
         &[

@@ -20,6 +20,7 @@ pub static DEF: StageDef = StageDef {
     name: "mimic_cxr_vqa_questions",
     doc: "mimic_cxr_vqa_questions: the 90-question bank sampled per study and label value",
     sql: include_str!("../../sql/questions.sql"),
+    file: "crates/mimic-cxr-vqa/sql/questions.sql",
     inputs: &["reports", "sentences", "chexpert_labels", "images"],
     side_inputs: &["quarantine"],
     outputs: &[

@@ -38,7 +38,7 @@ use crate::llm_server::ExtractionServer;
 fn the_stage_sql_has_named_steps_and_tables() {
     let def = &cxrlake_pipeline::extract::DEF;
     let outputs = |t: &str| def.outputs.contains(&t);
-    let parsed = statements("extract", def.sql, &outputs).expect("statements");
+    let parsed = statements("sql/extract.sql", def.sql, &outputs).expect("statements");
     let tables: Vec<_> = parsed
         .iter()
         .filter(|s| s.is_table)
@@ -48,9 +48,9 @@ fn the_stage_sql_has_named_steps_and_tables() {
         tables,
         ["sentences", "observations_raw", "indications", "quarantine"]
     );
-    assert!(statements("extract", "-- @view x\nSELECT 1", &outputs).is_err());
-    assert!(statements("extract", "-- @table\nSELECT 1", &outputs).is_err());
-    assert!(statements("extract", "-- @table qa\nSELECT 1", &outputs).is_err());
+    assert!(statements("sql/extract.sql", "-- @view x\nSELECT 1", &outputs).is_err());
+    assert!(statements("sql/extract.sql", "-- @table\nSELECT 1", &outputs).is_err());
+    assert!(statements("sql/extract.sql", "-- @table qa\nSELECT 1", &outputs).is_err());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -502,3 +502,22 @@ async fn a_bad_setting_is_refused_naming_its_key() {
         assert!(error.to_string().contains(key), "{error}");
     }
 }
+
+/// Every stage names its SQL file as it is in the repository (errors and plans show it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_stage_names_its_sql_file() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lake = open_lake(dir.path()).await;
+    let pipeline = open(&lake, &vec![(FLAVOURS.0, FLAVOURS.1.to_string())]).await;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    for stage in pipeline.stages() {
+        let def = stage.def();
+        let text = std::fs::read_to_string(root.join(def.file))
+            .unwrap_or_else(|e| panic!("stage {}: {}: {e}", def.name, def.file));
+        assert_eq!(
+            text, def.sql,
+            "stage {}: {} is not its SQL",
+            def.name, def.file
+        );
+    }
+}

@@ -44,6 +44,7 @@ static DEF: StageDef = StageDef {
     name: "finding_counts",
     doc: "finding_counts: positive and negative observations per study",
     sql: include_str!("toy/finding_counts.sql"),
+    file: "crates/pipeline/tests/it/toy/finding_counts.sql",
     inputs: &["scene_graphs"],
     side_inputs: &[],
     outputs: &["finding_counts"],

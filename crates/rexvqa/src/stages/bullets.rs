@@ -19,6 +19,7 @@ pub static DEF: StageDef = StageDef::generation(
     "rexvqa_bullets",
     "rexvqa_bullets: each report as a structured bullet list",
     include_str!("../../sql/bullets.sql"),
+    "crates/rexvqa/sql/bullets.sql",
     &["reports", "sentences", "images"],
     &["rexvqa_bullets", "quarantine"],
     &[

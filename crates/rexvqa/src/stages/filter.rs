@@ -20,6 +20,7 @@ pub static DEF: StageDef = StageDef {
     name: "rexvqa_filter",
     doc: "rexvqa_questions: V(Q), PHI, near-duplicate and QC-sample columns; kept = exported",
     sql: include_str!("../../sql/filter.sql"),
+    file: "crates/rexvqa/sql/filter.sql",
     inputs: &["rexvqa_mcq", "rexvqa_judgements"],
     side_inputs: &[],
     outputs: &["rexvqa_questions", "rexvqa_taxonomy"],

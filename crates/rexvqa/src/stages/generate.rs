@@ -22,6 +22,7 @@ pub static DEF: StageDef = StageDef {
         "rexvqa_generate",
         "rexvqa_mcq: four-option MCQs per study with the structural validators v1-v4",
         include_str!("../../sql/generate.sql"),
+        "crates/rexvqa/sql/generate.sql",
         &["rexvqa_bullets", "scene_graphs"],
         &["rexvqa_mcq", "quarantine"],
         &[

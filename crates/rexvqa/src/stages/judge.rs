@@ -18,6 +18,7 @@ pub static DEF: StageDef = StageDef::generation(
     "rexvqa_judge",
     "rexvqa_judgements: content validators c1-c3 of the structurally valid MCQs",
     include_str!("../../sql/judge.sql"),
+    "crates/rexvqa/sql/judge.sql",
     &["rexvqa_mcq", "rexvqa_bullets"],
     &["rexvqa_judgements", "quarantine"],
     &[
