@@ -110,6 +110,26 @@ pub struct StageDef {
     pub reads_synonyms: bool,
 }
 
+/// What a generation stage reads: its backend, the LLM, its prompts, its chunk size.
+pub const GENERATION_SETTINGS: &[&str] = &[
+    "generator",
+    "llm_endpoint",
+    "llm_model",
+    "flavour_prompts",
+    "chunk_patients",
+];
+
+/// [`GENERATION_SETTINGS`] and the reference definitions folder (whose flavour definitions the
+/// task loads).
+pub const GENERATION_SETTINGS_AND_REFDEFS: &[&str] = &[
+    "refdefs",
+    "generator",
+    "llm_endpoint",
+    "llm_model",
+    "flavour_prompts",
+    "chunk_patients",
+];
+
 impl StageDef {
     /// A flavour's generation stage ([`GenerationStage`](crate::generation::GenerationStage)):
     /// per study, in chunks of 2,000 patients (`cxrlake.chunk_patients`), replacing its rows,

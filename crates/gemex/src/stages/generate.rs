@@ -13,7 +13,7 @@ use cxrlake_generate::GenerationTask;
 use cxrlake_pipeline::Pipeline;
 use cxrlake_pipeline::error::Result;
 use cxrlake_pipeline::generation::{Extras, GenerationStage, task_error};
-use cxrlake_pipeline::stage::{StageDef, StageReport};
+use cxrlake_pipeline::stage::{GENERATION_SETTINGS_AND_REFDEFS, StageDef, StageReport};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef::generation(
@@ -28,14 +28,7 @@ pub static DEF: StageDef = StageDef::generation(
         "scene_graphs",
     ],
     &["gemex_qa", "quarantine"],
-    &[
-        "refdefs",
-        "generator",
-        "llm_endpoint",
-        "llm_model",
-        "flavour_prompts",
-        "chunk_patients",
-    ],
+    GENERATION_SETTINGS_AND_REFDEFS,
 );
 
 /// The `gemex_generate` stage.

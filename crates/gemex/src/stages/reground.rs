@@ -11,7 +11,7 @@ use cxrlake_generate::GenerationTask;
 use cxrlake_pipeline::Pipeline;
 use cxrlake_pipeline::error::Result;
 use cxrlake_pipeline::generation::{GenerationStage, no_extras, task_error};
-use cxrlake_pipeline::stage::{StageDef, StageReport};
+use cxrlake_pipeline::stage::{GENERATION_SETTINGS_AND_REFDEFS, StageDef, StageReport};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef::generation(
@@ -21,14 +21,7 @@ pub static DEF: StageDef = StageDef::generation(
     "crates/gemex/sql/reground.sql",
     &["sentences", "imagenome_boxes", "images"],
     &["gemex_sentences", "quarantine"],
-    &[
-        "refdefs",
-        "generator",
-        "llm_endpoint",
-        "llm_model",
-        "flavour_prompts",
-        "chunk_patients",
-    ],
+    GENERATION_SETTINGS_AND_REFDEFS,
 );
 
 /// The `gemex_reground` stage.

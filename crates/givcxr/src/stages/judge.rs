@@ -13,7 +13,7 @@ use cxrlake_generate::GenerationTask;
 use cxrlake_pipeline::Pipeline;
 use cxrlake_pipeline::error::Result;
 use cxrlake_pipeline::generation::{GenerationStage, no_extras, task_error};
-use cxrlake_pipeline::stage::{StageDef, StageReport};
+use cxrlake_pipeline::stage::{GENERATION_SETTINGS_AND_REFDEFS, StageDef, StageReport};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef::generation(
@@ -23,14 +23,7 @@ pub static DEF: StageDef = StageDef::generation(
     "crates/givcxr/sql/judge.sql",
     &["givcxr_qa", "givcxr_regions"],
     &["givcxr_verdicts", "quarantine"],
-    &[
-        "refdefs",
-        "generator",
-        "llm_endpoint",
-        "llm_model",
-        "flavour_prompts",
-        "chunk_patients",
-    ],
+    GENERATION_SETTINGS_AND_REFDEFS,
 );
 
 /// The `givcxr_judge` stage.

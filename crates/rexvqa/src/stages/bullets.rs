@@ -12,7 +12,7 @@ use cxrlake_generate::GenerationTask;
 use cxrlake_pipeline::Pipeline;
 use cxrlake_pipeline::error::Result;
 use cxrlake_pipeline::generation::{GenerationStage, no_extras, task_error};
-use cxrlake_pipeline::stage::{StageDef, StageReport};
+use cxrlake_pipeline::stage::{GENERATION_SETTINGS, StageDef, StageReport};
 
 /// The stage's declaration.
 pub static DEF: StageDef = StageDef::generation(
@@ -22,13 +22,7 @@ pub static DEF: StageDef = StageDef::generation(
     "crates/rexvqa/sql/bullets.sql",
     &["reports", "sentences", "images"],
     &["rexvqa_bullets", "quarantine"],
-    &[
-        "generator",
-        "llm_endpoint",
-        "llm_model",
-        "flavour_prompts",
-        "chunk_patients",
-    ],
+    GENERATION_SETTINGS,
 );
 
 /// The `rexvqa_bullets` stage.
